@@ -1,0 +1,188 @@
+"""GPU vertex-reuse profiles as data.
+
+A profile is the triple of paper 001 sec. 3.4 (Kerbl et al. 2018): the batch bounds
+``MAX_SIZE`` (indices per batch) and ``MAX_UNIQUES`` (shaded vertices per batch) and the
+*memory module* that decides which earlier vertices of the batch can still be reused.
+Profiles are plain data so that :mod:`gpu_probe` can fit a new one and save it as JSON.
+
+Memory kinds
+------------
+``fifo``
+    Classic FIFO cache of ``memory_size`` entries; a vertex is pushed only when it misses.
+``lookback``
+    NVIDIA OpenGL (paper 001 sec. 3.3): a FIFO that pushes *every* index, i.e. an index at
+    batch position ``j`` reuses an earlier occurrence at position ``i`` of the same batch iff
+    ``j - i <= memory_size`` (42).
+``lookback_dx``
+    NVIDIA Direct3D (paper 001 sec. 3.3): reuse between positions ``i < j`` at distance
+    ``d = j - i`` iff ``d <= 44`` (``i % 3 == 0``), ``d <= 40 or d == 42`` (``i % 3 == 1``),
+    ``d <= 42 and d != 40`` (``i % 3 == 2``).
+``lru``
+    LRU cache of ``memory_size`` distinct vertices (AMD: 15).
+``direct``
+    Direct-mapped table of ``memory_size`` slots keyed by ``vertex index % memory_size``
+    (a vertex evicts whatever occupied its slot); the form Mesa's vertex splitter uses.
+
+``max_size == 0`` / ``max_uniques == 0`` mean "unbounded" (a classic global cache).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+
+from .errors import MeshoptBatchError
+
+MEMORY_KINDS = ("fifo", "lookback", "lookback_dx", "lru", "direct")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Batching and retention rules of one GPU (paper 001, Algorithm 1 parameters).
+
+    Attributes
+    ----------
+    name : str
+        Profile name as used on the command line.
+    max_size : int
+        ``MAX_SIZE``: most indices in one batch (0 = unbounded).
+    max_uniques : int
+        ``MAX_UNIQUES``: most vertex-shader invocations in one batch (0 = unbounded).
+    memory : str
+        Retention rule, one of :data:`MEMORY_KINDS`.
+    memory_size : int
+        Size of the retention structure (entries, look-back distance or slots).
+    boundary_16bit : bool
+        Model NVIDIA's loss of reuse in batches whose indices straddle a multiple of 2^16
+        (paper 001 sec. 3.3). This is an approximation: once a batch has referenced
+        indices from two different 2^16 blocks, no further index of that batch is reused.
+    description, source : str
+        What the profile models and where its numbers come from.
+    """
+
+    name: str
+    max_size: int
+    max_uniques: int
+    memory: str
+    memory_size: int
+    boundary_16bit: bool = False
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self):
+        if self.memory not in MEMORY_KINDS:
+            raise MeshoptBatchError(f"profile {self.name!r}: unknown memory kind {self.memory!r}")
+        if self.max_size < 0 or self.max_uniques < 0 or self.memory_size < 1:
+            raise MeshoptBatchError(f"profile {self.name!r}: bounds must be positive")
+        if 0 < self.max_uniques < 3 or 0 < self.max_size < 3:
+            raise MeshoptBatchError(f"profile {self.name!r}: a batch must hold one triangle")
+
+    @property
+    def batched(self) -> bool:
+        """True when the profile has batch boundaries (not a single global cache)."""
+        return self.max_size > 0 or self.max_uniques > 0
+
+    def with_16bit_boundaries(self, enabled: bool = True) -> "Profile":
+        """The same profile with the 2^16-boundary approximation switched on or off."""
+        suffix = "+16bit"
+        name = self.name.removesuffix(suffix) + (suffix if enabled else "")
+        return replace(self, name=name, boundary_16bit=enabled)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Profile":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+BUILTIN_PROFILES: dict[str, Profile] = {
+    "nvidia_gl": Profile(
+        "nvidia_gl", 96, 32, "lookback", 42,
+        description="NVIDIA Kepler-Pascal, OpenGL: batches of <= 96 indices and <= 32 shaded "
+        "vertices, reuse within a look-back of 42 index positions",
+        source="paper 001 sec. 3.3-3.4 (measured on GTX 780Ti-1080Ti)",
+    ),
+    "nvidia_dx": Profile(
+        "nvidia_dx", 96, 32, "lookback_dx", 44,
+        description="NVIDIA, Direct3D: as nvidia_gl with the 42+-3 look-back that depends on the "
+        "index position modulo 3",
+        source="paper 001 sec. 3.3",
+    ),
+    "amd": Profile(
+        "amd", 384, 384, "lru", 15,
+        description="AMD GCN: fixed batches of 384 indices, LRU retention of 15 vertices",
+        source="paper 001 sec. 3.3-3.4 (R7 200, RX Vega 56)",
+    ),
+    "intel": Profile(
+        "intel", 0, 0, "fifo", 128,
+        description="Intel Gen9, the paper's approximation: a FIFO cache of 128 vertices "
+        "(MAX_UNIQUES)",
+        source="paper 001 sec. 3.3 (HD 520 / HD 630); approximation stated by the paper",
+    ),
+}
+
+
+def _register_llvmpipe():
+    """The llvmpipe profile is found by the probe; it lives in gpu_probe's data file."""
+    try:
+        from importlib.resources import files
+
+        text = files("meshopt_batch").joinpath("data/llvmpipe.json").read_text()
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return
+    BUILTIN_PROFILES["llvmpipe"] = Profile.from_dict(json.loads(text))
+
+
+_register_llvmpipe()
+
+_CACHE_RE = re.compile(r"^(fifo|lru):(\d+)$")
+
+
+def get_profile(spec: "str | Profile") -> Profile:
+    """Resolve a profile name, ``fifo:N`` / ``lru:N``, a ``+16bit`` suffix, or a JSON file.
+
+    Parameters
+    ----------
+    spec : str or Profile
+        ``nvidia_gl``, ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``,
+        ``lru:N``, any of these followed by ``+16bit``, or a path to a profile JSON file
+        (as written by ``meshopt-batch probe --fit``).
+    """
+    if isinstance(spec, Profile):
+        return spec
+    text = str(spec).strip()
+    sixteen = text.endswith("+16bit")
+    base = text.removesuffix("+16bit")
+    if base in BUILTIN_PROFILES:
+        profile = BUILTIN_PROFILES[base]
+    elif m := _CACHE_RE.match(base):
+        size = int(m.group(2))
+        if size < 1:
+            raise MeshoptBatchError(f"profile {text!r}: cache size must be at least 1")
+        kind = m.group(1)
+        profile = Profile(
+            base, 0, 0, kind, size,
+            description=f"global {kind.upper()} post-transform cache of {size} vertices",
+            source="classic cache model (Hoppe 1999; Lin & Yu 2006)",
+        )
+    elif base.endswith(".json"):
+        try:
+            with open(base) as fh:
+                profile = Profile.from_dict(json.load(fh))
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            raise MeshoptBatchError(f"{base}: not a profile file ({exc})") from None
+    else:
+        names = ", ".join(list(BUILTIN_PROFILES) + ["fifo:N", "lru:N"])
+        raise MeshoptBatchError(f"unknown profile {text!r} (known: {names})")
+    return profile.with_16bit_boundaries(True) if sixteen else profile
+
+
+def builtin_profile_names() -> list[str]:
+    """Names of the built-in GPU profiles (without the classic caches)."""
+    return list(BUILTIN_PROFILES)
