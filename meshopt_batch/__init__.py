@@ -1,0 +1,41 @@
+"""meshopt-batch: predict, measure and minimise GPU vertex-shader work for triangle meshes.
+
+The public API (the same functions the command line calls)::
+
+    from meshopt_batch import load_mesh, predict, optimize, save_mesh
+    mesh = load_mesh("bunny.ply")
+    predict(mesh.triangles, "nvidia_gl").asr            # paper 001, Algorithm 1
+    tris = optimize(mesh.triangles, mesh.vertex_count, method="forsyth")
+
+Names are imported lazily so that ``import meshopt_batch`` stays fast.
+"""
+
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "predict": "meshopt_batch.reuse",
+    "Prediction": "meshopt_batch.reuse",
+    "Profile": "meshopt_batch.profiles",
+    "get_profile": "meshopt_batch.profiles",
+    "builtin_profile_names": "meshopt_batch.profiles",
+    "Mesh": "meshopt_batch.mesh",
+    "load_mesh": "meshopt_batch.io",
+    "load_meshes": "meshopt_batch.io",
+    "save_mesh": "meshopt_batch.io",
+    "optimize": "meshopt_batch.optimizers",
+    "vertex_faces": "meshopt_batch.topology",
+    "valence": "meshopt_batch.topology",
+    "face_adjacency": "meshopt_batch.topology",
+    "MeshoptBatchError": "meshopt_batch.errors",
+    "MeshError": "meshopt_batch.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'meshopt_batch' has no attribute {name!r}")

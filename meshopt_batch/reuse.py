@@ -1,0 +1,411 @@
+"""Batch breakdown prediction: paper 001 (Kerbl et al. 2018), Algorithm 1.
+
+The index buffer is consumed one triangle at a time.  Each index is looked up in the
+profile's *memory module* (which earlier vertices of the current batch can be reused); a miss
+costs one vertex-shader invocation and counts towards the batch's unique vertices.  When adding
+index ``i`` of a triangle would exceed ``MAX_UNIQUES`` (``uniques + added > MAX_UNIQUES``) or
+``MAX_SIZE`` (``size + i > MAX_SIZE``), the batch ends *before* that triangle and the whole
+triangle starts the next batch (Algorithm 1, lines 16-27).
+
+The printed pseudo-code does not reset ``added`` when a batch ends mid-triangle; doing so
+would count the triangle's first vertices twice (once for a batch that never shaded them), so
+``added`` restarts at zero with the new batch here.
+
+Memory modules (see :mod:`meshopt_batch.profiles`) are O(1) per index except LRU (O(size)):
+look-back retention keeps each vertex's last batch position, FIFO keeps each vertex's
+insertion stamp, the direct-mapped table stores (vertex, batch) per slot.  The same
+functions serve the batch optimizer (paper 001, Algorithm 2) incrementally: :func:`new_memory`,
+:func:`memory_functions` (lookup / touch / forget of the profile's kind), :func:`note_block`
+and :func:`mem_new_batch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from .errors import MeshoptBatchError
+from .profiles import Profile, get_profile
+
+KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX, KIND_LRU, KIND_DIRECT = 0, 1, 2, 3, 4
+_KIND_CODES = {"fifo": KIND_FIFO, "lookback": KIND_LOOKBACK, "lookback_dx": KIND_LOOKBACK_DX,
+               "lru": KIND_LRU, "direct": KIND_DIRECT}
+
+# layout of the scalar state array
+S_BATCH_START, S_MISSES, S_BATCH_MISS_START, S_EPOCH, S_LRU_COUNT, S_BLOCK, S_MIXED = range(7)
+
+
+def memory_code(profile: Profile) -> int:
+    """Numeric code of a profile's memory kind, for the compiled functions."""
+    return _KIND_CODES[profile.memory]
+
+
+def new_memory(profile: Profile, vertex_count: int):
+    """Fresh memory-module state for ``vertex_count`` vertices.
+
+    Returns
+    -------
+    scalars : (7,) int64
+        Batch start position, FIFO miss counter, miss counter at batch start, batch epoch,
+        LRU fill, the batch's first 2^16 block, and whether the batch mixes blocks.
+    per_vertex : int64 array
+        Last batch position (look-back), last position per residue mod 3 (Direct3D rule) or
+        insertion stamp (FIFO); ``-1`` means never seen.
+    table : int64 array
+        LRU entries (most recent first) or direct-mapped slots (vertex, epoch) pairs.
+    """
+    kind = memory_code(profile)
+    scalars = np.zeros(7, np.int64)
+    scalars[S_BLOCK] = -1
+    width = 3 if kind == KIND_LOOKBACK_DX else 1
+    per_vertex = np.full(max(vertex_count, 1) * width if kind in (KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX) else 1,
+                         -1, np.int64)
+    if kind == KIND_DIRECT:
+        table = np.full(2 * profile.memory_size, -1, np.int64)
+    elif kind == KIND_LRU:
+        table = np.full(profile.memory_size, -1, np.int64)
+    else:
+        table = np.zeros(1, np.int64)
+    return scalars, per_vertex, table
+
+
+@njit(cache=True)
+def _dx_reuse(d, residue):
+    if residue == 0:
+        return d <= 44
+    if residue == 1:
+        return d <= 40 or d == 42
+    return d <= 42 and d != 40
+
+
+# Memory modules.  Every kind has lookup(size, scalars, per_vertex, table, v, p) -> bool,
+# touch(size, scalars, per_vertex, table, v, p, hit) and forget(per_vertex, v); the compiled
+# loops take them as arguments, so each kind gets its own specialised machine code.
+
+@njit(cache=True)
+def lookback_lookup(size, scalars, per_vertex, table, v, p):
+    last = per_vertex[v]
+    return last >= scalars[S_BATCH_START] and p - last <= size
+
+
+@njit(cache=True)
+def lookback_touch(size, scalars, per_vertex, table, v, p, hit):
+    per_vertex[v] = p
+
+
+@njit(cache=True)
+def lookback_forget(per_vertex, v):
+    per_vertex[v] = -1
+
+
+@njit(cache=True)
+def dx_lookup(size, scalars, per_vertex, table, v, p):
+    for r in range(3):
+        last = per_vertex[3 * v + r]
+        if last >= scalars[S_BATCH_START] and _dx_reuse(p - last, r):
+            return True
+    return False
+
+
+@njit(cache=True)
+def dx_touch(size, scalars, per_vertex, table, v, p, hit):
+    per_vertex[3 * v + p % 3] = p
+
+
+@njit(cache=True)
+def dx_forget(per_vertex, v):
+    per_vertex[3 * v] = -1
+    per_vertex[3 * v + 1] = -1
+    per_vertex[3 * v + 2] = -1
+
+
+@njit(cache=True)
+def fifo_lookup(size, scalars, per_vertex, table, v, p):
+    stamp = per_vertex[v]
+    return stamp >= 0 and stamp >= scalars[S_BATCH_MISS_START] and stamp >= scalars[S_MISSES] - size
+
+
+@njit(cache=True)
+def fifo_touch(size, scalars, per_vertex, table, v, p, hit):
+    if not hit:
+        per_vertex[v] = scalars[S_MISSES]
+        scalars[S_MISSES] += 1
+
+
+@njit(cache=True)
+def lru_lookup(size, scalars, per_vertex, table, v, p):
+    for k in range(scalars[S_LRU_COUNT]):
+        if table[k] == v:
+            return True
+    return False
+
+
+@njit(cache=True)
+def lru_touch(size, scalars, per_vertex, table, v, p, hit):
+    count = scalars[S_LRU_COUNT]
+    k = count - 1
+    if hit:
+        for j in range(count):
+            if table[j] == v:
+                k = j
+                break
+    elif count < size:
+        scalars[S_LRU_COUNT] = count + 1
+        k = count
+    for j in range(k, 0, -1):
+        table[j] = table[j - 1]
+    table[0] = v
+
+
+@njit(cache=True)
+def direct_lookup(size, scalars, per_vertex, table, v, p):
+    slot = v % size
+    return table[2 * slot] == v and table[2 * slot + 1] == scalars[S_EPOCH]
+
+
+@njit(cache=True)
+def direct_touch(size, scalars, per_vertex, table, v, p, hit):
+    if not hit:
+        slot = v % size
+        table[2 * slot] = v
+        table[2 * slot + 1] = scalars[S_EPOCH]
+
+
+@njit(cache=True)
+def reset_forget(per_vertex, v):
+    """Kinds whose state :func:`mem_new_batch` already invalidates need no per-vertex forget."""
+
+
+_FUNCTIONS = {
+    KIND_LOOKBACK: (lookback_lookup, lookback_touch, lookback_forget),
+    KIND_LOOKBACK_DX: (dx_lookup, dx_touch, dx_forget),
+    KIND_FIFO: (fifo_lookup, fifo_touch, reset_forget),
+    KIND_LRU: (lru_lookup, lru_touch, reset_forget),
+    KIND_DIRECT: (direct_lookup, direct_touch, reset_forget),
+}
+
+
+def memory_functions(profile: Profile):
+    """The compiled ``(lookup, touch, forget)`` functions of a profile's memory module.
+
+    ``lookup`` answers "is vertex ``v`` reusable at absolute index position ``p`` of the
+    current batch?", ``touch`` records the index (store on a miss, notify on a hit), ``forget``
+    drops what a triangle recorded before its batch was cut (Algorithm 1, lines 16-27).
+    """
+    return _FUNCTIONS[memory_code(profile)]
+
+
+@njit(cache=True)
+def note_block(bound16, scalars, v):
+    """Track the 2^16 blocks a batch references (paper 001 sec. 3.3 approximation).
+
+    Returns True while the batch may still reuse vertices.
+    """
+    if not bound16:
+        return True
+    block = v >> 16
+    if scalars[S_BLOCK] < 0:
+        scalars[S_BLOCK] = block
+    elif scalars[S_BLOCK] != block:
+        scalars[S_MIXED] = 1
+    return scalars[S_MIXED] == 0
+
+
+@njit(cache=True)
+def mem_new_batch(scalars, p):
+    """Forget everything: a new batch starts at absolute index position ``p``."""
+    scalars[S_BATCH_START] = p
+    scalars[S_BATCH_MISS_START] = scalars[S_MISSES]
+    scalars[S_EPOCH] += 1
+    scalars[S_LRU_COUNT] = 0
+    scalars[S_BLOCK] = -1
+    scalars[S_MIXED] = 0
+
+
+@njit(cache=True)
+def _referenced(tris, vertex_count):
+    seen = np.zeros(vertex_count, np.bool_)
+    count = 0
+    for t in range(tris.shape[0]):
+        for i in range(3):
+            v = tris[t, i]
+            if not seen[v]:
+                seen[v] = True
+                count += 1
+    return count
+
+
+@njit(cache=True)
+def _predict(lookup, touch, forget, tris, size, max_size, max_uniques, bound16, scalars, per_vertex,
+             table, batch_starts, shaded):
+    """Algorithm 1 over a whole index buffer; returns (invocations, batches)."""
+    invocations = 0
+    batches = 0
+    batch_size = 0
+    uniques = 0
+    record = batch_starts.shape[0] > 0
+    count_shaded = shaded.shape[0] > 0
+    t_count = tris.shape[0]
+    if t_count > 0:
+        batches = 1
+    for t in range(t_count):
+        pos = 3 * t
+        added = 0
+        missed0 = False
+        missed1 = False
+        for i in range(3):
+            v = np.int64(tris[t, i])
+            hit = note_block(bound16, scalars, v) and lookup(size, scalars, per_vertex, table, v, pos + i)
+            if not hit:
+                added += 1
+            if (max_uniques > 0 and uniques + added > max_uniques) or (max_size > 0 and batch_size + i > max_size):
+                for j in range(i):
+                    w = np.int64(tris[t, j])
+                    forget(per_vertex, w)
+                    if count_shaded and (missed0 if j == 0 else missed1):
+                        shaded[w] -= 1
+                mem_new_batch(scalars, pos)
+                if record:
+                    batch_starts[batches] = t
+                batches += 1
+                batch_size = 0
+                uniques = 0
+                added = 0
+                for j in range(i + 1):
+                    w = np.int64(tris[t, j])
+                    h = note_block(bound16, scalars, w) and lookup(size, scalars, per_vertex, table, w, pos + j)
+                    if not h:
+                        added += 1
+                        if count_shaded:
+                            shaded[w] += 1
+                    touch(size, scalars, per_vertex, table, w, pos + j, h)
+            else:
+                if not hit and count_shaded:
+                    shaded[v] += 1
+                if i == 0:
+                    missed0 = not hit
+                elif i == 1:
+                    missed1 = not hit
+                touch(size, scalars, per_vertex, table, v, pos + i, hit)
+        batch_size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@dataclass
+class Prediction:
+    """Vertex-shader work predicted for one index buffer under one profile.
+
+    Attributes
+    ----------
+    profile : str
+    invocations : int
+        Predicted vertex-shader invocations (Algorithm 1's output).
+    triangles : int
+        Triangles drawn (degenerate ones included, as the GPU draws them).
+    vertices : int
+        Distinct vertices the index buffer references.
+    batches : int
+        Batches formed (1 for a global cache).
+    batch_starts : ndarray or None
+        First triangle of every batch (when requested).
+    shaded_per_vertex : ndarray or None
+        Invocations per vertex (when requested), as the probe measures them.
+    """
+
+    profile: str
+    invocations: int
+    triangles: int
+    vertices: int
+    batches: int
+    batch_starts: np.ndarray | None = field(default=None, repr=False)
+    shaded_per_vertex: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def asr(self) -> float:
+        """Average shading rate: invocations per triangle (paper 001 sec. 3.1)."""
+        return self.invocations / self.triangles if self.triangles else 0.0
+
+    @property
+    def acmr(self) -> float:
+        """Average cache miss ratio: misses (= invocations) per triangle, the classic name of
+        the same ratio under a cache model (Hoppe 1999)."""
+        return self.asr
+
+    @property
+    def atvr(self) -> float:
+        """Average transform to vertex ratio: invocations per distinct referenced vertex."""
+        return self.invocations / self.vertices if self.vertices else 0.0
+
+    def to_dict(self) -> dict:
+        return {"profile": self.profile, "invocations": int(self.invocations), "asr": self.asr,
+                "acmr": self.acmr, "atvr": self.atvr, "batches": int(self.batches)}
+
+
+def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarray, int]:
+    """Validate an index buffer and return it as a C-contiguous (T, 3) array plus vertex count."""
+    tris = np.asarray(triangles)
+    if tris.size == 0:
+        return np.zeros((0, 3), np.uint32), int(vertex_count or 0)
+    if tris.ndim == 1:
+        if tris.size % 3:
+            raise MeshoptBatchError(f"index buffer length {tris.size} is not a multiple of 3")
+        tris = tris.reshape(-1, 3)
+    if tris.ndim != 2 or tris.shape[1] != 3:
+        raise MeshoptBatchError(f"expected (T, 3) triangle indices, got shape {tris.shape}")
+    if not np.issubdtype(tris.dtype, np.integer):
+        raise MeshoptBatchError(f"triangle indices must be integers, got {tris.dtype}")
+    low, high = int(tris.min()), int(tris.max())
+    if low < 0:
+        raise MeshoptBatchError(f"negative vertex index {low}")
+    if vertex_count is None:
+        vertex_count = high + 1
+    elif high >= vertex_count:
+        raise MeshoptBatchError(f"vertex index {high} out of range for {vertex_count} vertices")
+    if tris.dtype not in (np.uint32, np.uint16, np.int32, np.int64):
+        tris = tris.astype(np.int64)
+    return np.ascontiguousarray(tris), int(vertex_count)
+
+
+def predict(triangles, profile: "str | Profile" = "nvidia_gl", vertex_count: int | None = None,
+            return_batches: bool = False, per_vertex: bool = False) -> Prediction:
+    """Predict vertex-shader invocations of an index buffer (paper 001, Algorithm 1).
+
+    Parameters
+    ----------
+    triangles : (T, 3) or (3T,) integer array
+        The index buffer in draw order (uint16 or uint32 or any integer type).
+    profile : str or Profile
+        ``nvidia_gl``, ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``, ``lru:N``,
+        optionally suffixed ``+16bit`` (see :func:`meshopt_batch.profiles.get_profile`).
+    vertex_count : int, optional
+        Size of the vertex buffer; defaults to the largest index + 1.
+    return_batches : bool
+        Also return the first triangle of every batch (for plots and the probe).
+    per_vertex : bool
+        Also return the invocations of every vertex.
+
+    Returns
+    -------
+    Prediction
+    """
+    prof = get_profile(profile)
+    tris, vcount = as_index_array(triangles, vertex_count)
+    scalars, pv, table = new_memory(prof, vcount)
+    t_count = tris.shape[0]
+    starts = np.zeros(t_count + 1 if return_batches else 0, np.int64)
+    shaded = np.zeros(vcount if per_vertex else 0, np.int64)
+    if t_count:
+        lookup, touch, forget = memory_functions(prof)
+        invocations, batches = _predict(lookup, touch, forget, tris, prof.memory_size, prof.max_size,
+                                        prof.max_uniques, prof.boundary_16bit, scalars, pv, table, starts,
+                                        shaded)
+    else:
+        invocations, batches = 0, 0
+    referenced = _referenced(tris, vcount) if t_count else 0
+    return Prediction(prof.name, int(invocations), t_count, referenced, int(batches),
+                      starts[:batches].copy() if return_batches else None,
+                      shaded if per_vertex else None)

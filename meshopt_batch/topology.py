@@ -1,0 +1,134 @@
+"""Compact mesh topology shared by every algorithm: vertex->faces CSR, valence, dual graph.
+
+All builders run in O(T) (counting sort plus bounded scans over vertex fans) and return flat
+int64 arrays, in the style of meshoptimizer's triangle adjacency.  A degenerate triangle
+(a repeated index) is listed once per *distinct* vertex, so valence counts faces, not corners.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _vertex_faces(tris, vertex_count):
+    t_count = tris.shape[0]
+    counts = np.zeros(vertex_count + 1, np.int64)
+    for t in range(t_count):
+        a, b, c = tris[t, 0], tris[t, 1], tris[t, 2]
+        counts[a + 1] += 1
+        if b != a:
+            counts[b + 1] += 1
+        if c != a and c != b:
+            counts[c + 1] += 1
+    for v in range(vertex_count):
+        counts[v + 1] += counts[v]
+    offsets = counts.copy()
+    faces = np.empty(offsets[vertex_count], np.int64)
+    fill = offsets[:-1].copy()
+    for t in range(t_count):
+        a, b, c = tris[t, 0], tris[t, 1], tris[t, 2]
+        faces[fill[a]] = t
+        fill[a] += 1
+        if b != a:
+            faces[fill[b]] = t
+            fill[b] += 1
+        if c != a and c != b:
+            faces[fill[c]] = t
+            fill[c] += 1
+    return offsets, faces
+
+
+def vertex_faces(triangles: np.ndarray, vertex_count: int | None = None):
+    """Faces around each vertex as CSR arrays.
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+    vertex_count : int, optional
+        Defaults to ``max index + 1``.
+
+    Returns
+    -------
+    offsets : (V + 1,) int64
+        Faces of vertex ``v`` are ``faces[offsets[v]:offsets[v + 1]]`` (ascending face order).
+    faces : (sum of valences,) int64
+    """
+    tris = _as_triangles(triangles)
+    if vertex_count is None:
+        vertex_count = int(tris.max()) + 1 if tris.size else 0
+    return _vertex_faces(tris, int(vertex_count))
+
+
+def valence(triangles: np.ndarray, vertex_count: int | None = None) -> np.ndarray:
+    """Number of faces incident to each vertex, ``(V,)`` int64."""
+    offsets, _ = vertex_faces(triangles, vertex_count)
+    return np.diff(offsets)
+
+
+@njit(cache=True)
+def _face_adjacency(tris, offsets, faces):
+    t_count = tris.shape[0]
+    counts = np.zeros(t_count + 1, np.int64)
+    # two passes over the same scan: count, then fill
+    for sweep in range(2):
+        if sweep == 1:
+            for t in range(t_count):
+                counts[t + 1] += counts[t]
+            out = np.empty(counts[t_count], np.int64)
+            fill = counts[:-1].copy()
+        for t in range(t_count):
+            for e in range(3):
+                a = tris[t, e]
+                b = tris[t, (e + 1) % 3]
+                if a == b:
+                    continue
+                for k in range(offsets[a], offsets[a + 1]):
+                    f = faces[k]
+                    if f == t:
+                        continue
+                    if tris[f, 0] == b or tris[f, 1] == b or tris[f, 2] == b:
+                        # skip a neighbour already recorded for this face through another edge
+                        dup = False
+                        for e2 in range(e):
+                            a2 = tris[t, e2]
+                            b2 = tris[t, (e2 + 1) % 3]
+                            if a2 != b2 and (tris[f, 0] == a2 or tris[f, 1] == a2 or tris[f, 2] == a2) and (
+                                tris[f, 0] == b2 or tris[f, 1] == b2 or tris[f, 2] == b2
+                            ):
+                                dup = True
+                        if dup:
+                            continue
+                        if sweep == 0:
+                            counts[t + 1] += 1
+                        else:
+                            out[fill[t]] = f
+                            fill[t] += 1
+    return counts, out
+
+
+def face_adjacency(triangles: np.ndarray, vertex_count: int | None = None):
+    """Dual graph: faces sharing an edge, as CSR arrays.
+
+    Non-manifold edges give every face on the edge as a neighbour; a pair of faces sharing
+    two edges is listed once.
+
+    Returns
+    -------
+    offsets : (T + 1,) int64
+    neighbours : int64 array
+        Neighbours of face ``t`` are ``neighbours[offsets[t]:offsets[t + 1]]``.
+    """
+    tris = _as_triangles(triangles)
+    offsets, faces = vertex_faces(tris, vertex_count)
+    return _face_adjacency(tris, offsets, faces)
+
+
+def _as_triangles(triangles) -> np.ndarray:
+    tris = np.asarray(triangles)
+    if tris.ndim != 2 or tris.shape[1] != 3:
+        tris = tris.reshape(-1, 3)
+    if tris.dtype not in (np.uint32, np.int64, np.int32, np.uint16):
+        tris = tris.astype(np.int64)
+    return np.ascontiguousarray(tris)

@@ -1,0 +1,161 @@
+"""Algorithm 1 of paper 001: the paper's own experiments and a reference implementation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import Profile, get_profile
+from meshopt_batch.reuse import predict
+from reference_batching import LookbackDX, reference_predict
+
+
+def repeating_012(n_indices):
+    return np.tile(np.arange(3), n_indices // 3).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("profile, max_size", [("nvidia_gl", 96), ("nvidia_dx", 96), ("amd", 384)])
+def test_staircase_three_invocations_per_batch(profile, max_size):
+    # paper 001 Fig. 1 / sec. 3.3: {0,1,2,...} costs 3 per MAX_SIZE indices
+    for batches in range(1, 6):
+        for extra in (0, 3):
+            n = batches * max_size + extra
+            pred = predict(repeating_012(n), profile)
+            expected_batches = batches + (1 if extra else 0)
+            assert pred.batches == expected_batches
+            assert pred.invocations == 3 * expected_batches
+
+
+def test_global_caches_shade_repeating_triangle_once():
+    for profile in ("intel", "fifo:3", "lru:3", "fifo:128"):
+        assert predict(repeating_012(3000), profile).invocations == 3
+
+
+def max_uniques_buffer(n, max_size=96):
+    """Paper 001 sec. 3.3: N increasing indices, then triplets {N-4, N-3, N-2} up to MAX_SIZE."""
+    seq = list(range(n))
+    while len(seq) < max_size:
+        seq += [n - 4, n - 3, n - 2]
+    return np.array(seq[:max_size]).reshape(-1, 3)
+
+
+def test_max_uniques_33_experiment():
+    for n in range(6, 33, 3):
+        pred = predict(max_uniques_buffer(n), "nvidia_gl")
+        assert (pred.invocations, pred.batches) == (n, 1)
+    # N = 33: the 11th triangle would be the 33rd unique vertex, so it opens a new batch
+    # where {30, 31, 32} and then 29 are shaded again: one invocation more than N
+    pred = predict(max_uniques_buffer(33), "nvidia_gl", return_batches=True)
+    assert pred.batches == 2
+    assert list(pred.batch_starts) == [0, 10]
+    assert pred.invocations == 33 + 1
+
+
+def lookback_buffer(i, n, length=96):
+    seq = np.tile(np.arange(3), length // 3)
+    seq[i] = 7
+    seq[i + n] = 7
+    return seq.reshape(-1, 3)
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_lookback_gl(i):
+    # look-back of 42 index positions: reuse at distance 41 and 42, none at 43
+    for n, reused in ((40, True), (41, True), (42, True), (43, False), (44, False)):
+        pred = predict(lookback_buffer(i, n), "nvidia_gl")
+        assert pred.invocations == (4 if reused else 5), (i, n)
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_lookback_dx_position_mod_3(i):
+    for n in range(36, 50):
+        reused = LookbackDX.rule(n, i % 3)
+        pred = predict(lookback_buffer(i, n), "nvidia_dx")
+        assert pred.invocations == (4 if reused else 5), (i, n)
+
+
+def lru_buffer(between):
+    seq = [100] + list(range(between)) + [100]
+    while len(seq) % 3:
+        seq.append(100)
+    return np.array(seq).reshape(-1, 3)
+
+
+def test_amd_lru_15():
+    # paper 001 sec. 3.3: no reuse across more than 14 distinct vertices on AMD
+    assert predict(lru_buffer(14), "amd").invocations == 15
+    assert predict(lru_buffer(15), "amd").invocations == 17
+    assert predict(lru_buffer(30), "amd").invocations == 32
+
+
+def test_metrics_and_batches():
+    tris = np.array([[0, 1, 2], [2, 1, 3], [0, 0, 4]])
+    pred = predict(tris, "fifo:16")
+    assert pred.invocations == 5 and pred.vertices == 5 and pred.triangles == 3
+    assert pred.asr == pytest.approx(5 / 3) and pred.acmr == pred.asr and pred.atvr == 1.0
+
+
+def test_16bit_boundary_option():
+    low = np.array([65534, 65535, 65533] * 10).reshape(-1, 3)
+    mixed = np.array([65534, 65535, 65536] * 10).reshape(-1, 3)
+    assert predict(low, "nvidia_gl+16bit").invocations == 3
+    assert predict(mixed, "nvidia_gl").invocations == 3
+    assert predict(mixed, "nvidia_gl+16bit").invocations > 3
+
+
+def test_uint16_and_uint32_agree():
+    rng = np.random.default_rng(3)
+    tris = rng.integers(0, 500, size=(2000, 3))
+    for profile in ("nvidia_gl", "amd", "fifo:32"):
+        a = predict(tris.astype(np.uint16), profile).invocations
+        b = predict(tris.astype(np.uint32), profile).invocations
+        assert a == b
+
+
+def test_bad_input():
+    with pytest.raises(MeshoptBatchError):
+        predict(np.array([[0, 1, 5]]), "nvidia_gl", vertex_count=3)
+    with pytest.raises(MeshoptBatchError):
+        predict(np.array([0, 1]), "nvidia_gl")
+    with pytest.raises(MeshoptBatchError):
+        predict(np.array([[0, 1, 2]]), "nvidia_xx")
+
+
+def test_empty():
+    pred = predict(np.zeros((0, 3), np.uint32), "nvidia_gl")
+    assert pred.invocations == 0 and pred.asr == 0.0
+
+
+SMALL_BATCHES = [
+    Profile("tiny_lookback", 12, 5, "lookback", 4),
+    Profile("tiny_dx", 18, 7, "lookback_dx", 44),
+    Profile("tiny_lru", 9, 9, "lru", 3),
+    Profile("tiny_direct", 15, 6, "direct", 4),
+    Profile("tiny_fifo", 0, 4, "fifo", 2),
+    Profile("odd_size", 10, 0, "lru", 2),
+]
+ALL_PROFILES = [get_profile(p) for p in ("nvidia_gl", "nvidia_dx", "amd", "intel", "fifo:5", "lru:4",
+                                         "nvidia_gl+16bit")] + SMALL_BATCHES
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_fast_predictor_matches_reference(data):
+    profile = data.draw(st.sampled_from(ALL_PROFILES))
+    n_vertices = data.draw(st.integers(1, 60))
+    base = data.draw(st.sampled_from([0, 65520])) if profile.boundary_16bit else 0
+    indices = data.draw(st.lists(st.integers(0, n_vertices - 1), min_size=0, max_size=300))
+    indices = [base + v for v in indices[: len(indices) // 3 * 3]]
+    expected, starts = reference_predict(indices, profile)
+    pred = predict(np.array(indices, dtype=np.int64).reshape(-1, 3), profile, return_batches=True)
+    assert pred.invocations == expected
+    assert list(pred.batch_starts) == starts
+
+
+def test_per_vertex_counts_sum_to_invocations():
+    rng = np.random.default_rng(0)
+    tris = rng.integers(0, 200, size=(3000, 3))
+    for profile in ALL_PROFILES:
+        pred = predict(tris, profile, per_vertex=True)
+        assert pred.shaded_per_vertex.sum() == pred.invocations
