@@ -1,0 +1,134 @@
+"""Meshes and triangle orders the probe checks profiles on.
+
+A *draw* is one indexed triangle list drawn by one draw call: a PLY file is one draw, a
+glTF file gives one draw per primitive (with the index type the file stores). Orders:
+``original`` (file order), ``shuffled`` (a seeded random permutation of the triangles) and
+``optimized`` (meshoptimizer's ``optimize_vertex_cache`` when installed, else the
+project's Tipsify).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from meshopt_batch.errors import MeshoptBatchError
+
+ORDERS = ("original", "shuffled", "optimized")
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One draw call's worth of geometry."""
+
+    name: str
+    triangles: np.ndarray          # (T, 3) uint32
+    vertex_count: int
+    index_dtype: np.dtype = np.dtype(np.uint32)
+
+    @property
+    def triangle_count(self) -> int:
+        return int(self.triangles.shape[0])
+
+
+def shared_meshes_dir() -> Path | None:
+    """``$MESHOPT_BATCH_MESHES`` or ``../shared/meshes`` next to the repository, if present."""
+    env = os.environ.get("MESHOPT_BATCH_MESHES")
+    cands = [Path(env)] if env else []
+    root = Path(__file__).resolve().parent.parent
+    cands += [root.parent / "shared" / "meshes", root / "shared" / "meshes"]
+    for c in cands:
+        if c.is_dir():
+            return c
+    return None
+
+
+def shared_mesh_paths(max_triangles: int | None = None) -> list[Path]:
+    """The shared test meshes (``*.ply``, ``*.glb``), smallest first."""
+    d = shared_meshes_dir()
+    if d is None:
+        return []
+    paths = sorted(p for p in d.iterdir() if p.suffix.lower() in (".ply", ".glb", ".gltf",
+                                                                  ".obj"))
+    paths.sort(key=lambda p: p.stat().st_size)
+    if max_triangles is not None:
+        out = []
+        for p in paths:
+            if sum(d.triangle_count for d in load_draws(p)) <= max_triangles:
+                out.append(p)
+        return out
+    return paths
+
+
+_cache: dict[str, list[Draw]] = {}
+
+
+def load_draws(path) -> list[Draw]:
+    """The draws of a mesh file, in file order, without any reordering or welding."""
+    path = Path(path)
+    key = str(path.resolve())
+    if key in _cache:
+        return _cache[key]
+    if not path.exists():
+        raise MeshoptBatchError(f"{path}: no such file")
+    draws = []
+    try:
+        from meshopt_batch import io as mio  # the project's loader, when present
+        loader = getattr(mio, "load_meshes", None)
+    except ImportError:
+        loader = None
+    if loader is not None:
+        for i, m in enumerate(loader(path)):
+            draws.append(Draw(m.name or f"{path.stem}#{i}", np.asarray(m.triangles, np.uint32),
+                              int(m.vertex_count), np.dtype(m.index_dtype)))
+    else:
+        import trimesh
+
+        try:
+            if path.suffix.lower() in (".glb", ".gltf"):
+                scene = trimesh.load(str(path), force="scene", process=False)
+                geoms = list(scene.geometry.items())
+            else:
+                mesh = trimesh.load(str(path), process=False, maintain_order=True)
+                geoms = [(path.stem, mesh)]
+        except Exception as exc:
+            raise MeshoptBatchError(f"{path}: cannot read mesh ({exc})") from None
+        for name, g in geoms:
+            faces = np.asarray(getattr(g, "faces", np.zeros((0, 3))), dtype=np.uint32)
+            V = len(g.vertices)
+            small = path.suffix.lower() in (".glb", ".gltf") and V <= 65536
+            label = path.stem if len(geoms) == 1 else f"{path.stem}:{name}"
+            draws.append(Draw(label, faces.reshape(-1, 3), V,
+                              np.dtype(np.uint16 if small else np.uint32)))
+    _cache[key] = draws
+    return draws
+
+
+def optimize_order(triangles, vertex_count: int) -> tuple[np.ndarray, str]:
+    """A vertex-cache optimised order: meshoptimizer when installed, else Tipsify."""
+    tri = np.ascontiguousarray(triangles, dtype=np.uint32)
+    try:
+        import meshoptimizer
+
+        out = np.zeros(tri.size, dtype=np.uint32)
+        meshoptimizer.optimize_vertex_cache(out, tri.reshape(-1), tri.size, int(vertex_count))
+        return out.reshape(-1, 3), "meshoptimizer.optimize_vertex_cache"
+    except ImportError:
+        from meshopt_batch.optimizers.tipsify import optimize_tipsify
+
+        return np.asarray(optimize_tipsify(tri, vertex_count), np.uint32), "tipsify"
+
+
+def ordered(draw: Draw, order: str, seed: int = 0) -> np.ndarray:
+    """The draw's triangles in ``order`` (one of :data:`ORDERS`)."""
+    if order == "original":
+        return draw.triangles
+    if order == "shuffled":
+        rng = np.random.default_rng(seed)
+        return draw.triangles[rng.permutation(draw.triangle_count)]
+    if order == "optimized":
+        return optimize_order(draw.triangles, draw.vertex_count)[0]
+    raise MeshoptBatchError(f"unknown order {order!r} (known: {', '.join(ORDERS)})")

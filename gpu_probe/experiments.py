@@ -1,0 +1,600 @@
+"""The batch-identification experiments of paper 001 sec. 3.3, automated.
+
+Every experiment draws a family of small index buffers (each as its own draw call), reads
+the real vertex-shader invocations, and returns an :class:`Experiment`: the raw x/y
+series, the positions where the count steps, and the value it derives.
+
+==================  =====================================================================
+``staircase``       repeating ``{0,1,2}`` of growing length: steps every ``MAX_SIZE``
+``batch_triplets``  each assumed batch filled with its own repeating triplet: exactly 3
+                    invocations per batch confirms ``MAX_SIZE`` (paper: "we confirm ...")
+``uniques``         batches of ``N`` new vertices then repeats: ``MAX_UNIQUES``
+``lookback``        a vertex repeated at growing index distance ``n`` (per position mod 3)
+``lru``             a vertex repeated with ``k`` distinct vertices in between
+``refresh``         as ``lru`` but with a hit in the middle: LRU (hits refresh) vs FIFO
+``slot_conflicts``  one vertex ``X+d`` between two uses of ``X``: is ``X`` evicted? finds
+                    direct-mapped retention keyed by ``index mod M`` (llvmpipe)
+``boundary_16bit``  the same buffers with indices straddling a multiple of 2^16 or not
+``index_size``      the same buffers as 16- and 32-bit indices
+``render_state``    rasterizer discard vs a 1x1 framebuffer, extra varyings, draw offset
+``random``          random index buffers of many sizes (verification set for ``fit``)
+==================  =====================================================================
+
+:func:`run_experiments` runs them in order, feeding the ``MAX_SIZE`` found by the
+staircase into the later ones. The suite takes a few seconds on llvmpipe.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .invocations import prober
+
+
+@dataclass
+class Experiment:
+    """Raw result of one experiment.
+
+    Attributes
+    ----------
+    name, description : str
+    x_label : str
+        What ``x`` is (length, N, distance, ...).
+    x : list[int]
+    measured : list[int]
+        Invocations measured for each x (per draw, or per batch where noted).
+    expected : list[int] or None
+        Invocations expected if no limit/forgetting applied (the paper's baseline).
+    steps : list[int]
+        x positions where ``measured`` changes from the previous x.
+    derived : dict
+        What the experiment concludes (e.g. ``{"max_size": 1023}``); ``None`` values mean
+        "no limit seen in the tested range".
+    extra : dict
+        Experiment-specific raw data (e.g. per-residue series).
+    seconds : float
+    totals : list[int]
+        Measured invocations of every draw the experiment made (in ``buffers`` order).
+    vertex_counts : list[int]
+        Vertex count bound for each draw.
+    buffers : list[numpy.ndarray]
+        The index buffers drawn (kept in memory only, not in JSON), so that a profile can
+        be checked against every single draw (:func:`gpu_probe.fit.reproduce`).
+    """
+
+    name: str
+    description: str
+    x_label: str
+    x: list
+    measured: list
+    expected: list | None = None
+    steps: list = field(default_factory=list)
+    derived: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    totals: list = field(default_factory=list)
+    vertex_counts: list = field(default_factory=list)
+    buffers: list = field(default_factory=list, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("buffers")
+        return _jsonable(d)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def _steps(x, y) -> list[int]:
+    return [int(x[i]) for i in range(1, len(y)) if y[i] != y[i - 1]]
+
+
+_LOG: list | None = None
+
+
+def _measure(buffers, vertex_count=None, **kw):
+    buffers = [np.asarray(b).reshape(-1) for b in buffers]
+    tot, per, q = prober().measure_many(buffers, vertex_count, **kw)
+    if _LOG is not None:
+        V = vertex_count if vertex_count is not None else int(max(b.max() for b in buffers)) + 1
+        _LOG.append((buffers, tot.tolist(), V))
+    return tot, per, q
+
+
+def _recorded(fn):
+    """Keep every draw an experiment makes (buffers + measured totals) on its result."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        global _LOG
+        outer, _LOG = _LOG, []
+        try:
+            exp = fn(*args, **kwargs)
+            for bufs, tots, V in _LOG:
+                exp.buffers.extend(bufs)
+                exp.totals.extend(int(t) for t in tots)
+                exp.vertex_counts.extend([int(V)] * len(bufs))
+        finally:
+            _LOG = outer
+        return exp
+    return wrapper
+
+
+# -- MAX_SIZE -------------------------------------------------------------------------------
+
+@_recorded
+def staircase(max_indices: int = 3300) -> Experiment:
+    """Draw ``{0,1,2}`` repeated, length 3..``max_indices`` (paper 001 Fig. 1).
+
+    A global cache would shade 3 vertices whatever the length; batching shades 3 more at
+    every batch start. ``MAX_SIZE`` is the longest length still costing 3.
+    """
+    t0 = time.perf_counter()
+    lengths = list(range(3, max_indices + 1, 3))
+    base = np.tile(np.array([0, 1, 2]), max_indices // 3)
+    tot, _, _ = _measure([base[:n] for n in lengths], 3)
+    y = tot.tolist()
+    steps = _steps(lengths, y)
+    max_size = steps[0] - 3 if steps and y[0] == 3 else None
+    periods = np.diff([lengths[0]] + steps).tolist() if steps else []
+    return Experiment(
+        "staircase", "repeating {0,1,2} of growing length (paper 001 sec. 3.3, Fig. 1)",
+        "indices", lengths, y, [3] * len(lengths), steps,
+        {"max_size": max_size, "step_period": int(np.median(np.diff(steps))) if len(steps) > 1
+         else None},
+        {"step_heights": [int(y[lengths.index(s)] - y[lengths.index(s) - 1]) for s in steps],
+         "periods": periods},
+        time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def batch_triplets(max_size: int, batches: int = 4) -> Experiment:
+    """Each assumed batch of ``max_size`` indices repeats its own triplet (paper's check).
+
+    With the right ``MAX_SIZE`` every batch costs exactly 3; for comparison the same is
+    drawn with ``max_size - 3`` and ``max_size + 3`` (which must cost more).
+    """
+    t0 = time.perf_counter()
+    sizes = [s for s in (max_size - 3, max_size, max_size + 3) if s >= 3]
+    bufs = []
+    for s in sizes:
+        parts = [np.tile(np.arange(3 * b, 3 * b + 3), s // 3) for b in range(batches)]
+        bufs.append(np.concatenate(parts))
+    tot, _, _ = _measure(bufs, 3 * batches)
+    y = tot.tolist()
+    confirmed = y[sizes.index(max_size)] == 3 * batches
+    return Experiment(
+        "batch_triplets", f"{batches} assumed batches, each its own repeating triplet",
+        "assumed batch size", sizes, y, [3 * batches] * len(sizes), _steps(sizes, y),
+        {"max_size_confirmed": bool(confirmed)}, {}, time.perf_counter() - t0,
+    )
+
+
+# -- MAX_UNIQUES ----------------------------------------------------------------------------
+
+def _uniques_batch(n_new: int, size: int, base: int) -> np.ndarray:
+    """``n_new`` new vertices (``base``..) in triangles, then the last triangle repeated."""
+    seq = list(range(base, base + n_new))
+    while len(seq) % 3:
+        seq.append(base + n_new - 1)          # pad with the most recent vertex
+    last = seq[-3:]
+    while len(seq) + 3 <= size:
+        seq.extend(last)
+    return np.array(seq)
+
+
+@_recorded
+def uniques(max_size: int, batches: int = 3, step: int = 1,
+            max_n: int | None = None) -> Experiment:
+    """Batches filled with ``N`` new vertices then repeats of the last triangle.
+
+    Expected cost ``batches * N``; the first ``N`` that costs more exceeds ``MAX_UNIQUES``
+    (paper 001 sec. 3.3: NVIDIA fails at N = 33).
+    """
+    t0 = time.perf_counter()
+    top = min(max_n or max_size, max_size)
+    ns = list(range(3, top + 1, step))
+    bufs, expected = [], []
+    for n in ns:
+        parts = [_uniques_batch(n, max_size, b * (top + 3)) for b in range(batches)]
+        bufs.append(np.concatenate(parts))
+        expected.append(batches * n)
+    tot, _, _ = _measure(bufs, batches * (top + 3))
+    y = tot.tolist()
+    excess = [int(n) for n, m, e in zip(ns, y, expected) if m > e]
+    max_uniques = excess[0] - 1 if excess else None
+    return Experiment(
+        "uniques", "batches of N new vertices, then the last triangle repeated up to MAX_SIZE",
+        "N (new vertices per batch)", ns, y, expected, _steps(ns, [m - e for m, e in
+                                                                      zip(y, expected)]),
+        {"max_uniques": max_uniques, "first_excess_n": excess[0] if excess else None},
+        {"batches": batches}, time.perf_counter() - t0,
+    )
+
+
+# -- retention ------------------------------------------------------------------------------
+
+@_recorded
+def lookback(max_size: int, starts=(3, 4, 5), x_vertex: int = 3) -> Experiment:
+    """``{0,1,2,...}`` of length ``max_size`` with ``X`` at position ``i`` and ``i + n``.
+
+    Cost 4 when the second ``X`` reuses the first, 5 when not. Done for three start
+    positions ``i`` (one per residue mod 3, the NVIDIA Direct3D rule depends on it).
+    """
+    t0 = time.perf_counter()
+    series, all_n = {}, None
+    for i in starts:
+        ns = list(range(1, max_size - i))
+        bufs = []
+        for n in ns:
+            b = np.tile(np.array([0, 1, 2]), max_size // 3 + 1)[:max_size].copy()
+            b[i] = x_vertex
+            b[i + n] = x_vertex
+            bufs.append(b)
+        tot, _, _ = _measure(bufs, x_vertex + 1)
+        series[f"i={i}"] = tot.tolist()
+        all_n = ns if all_n is None or len(ns) < len(all_n) else all_n
+    base = series[f"i={starts[0]}"][:len(all_n)]
+    fails = {k: [int(n) for n, m in zip(all_n, v) if m > 4] for k, v in series.items()}
+    first = fails[f"i={starts[0]}"]
+    same = all(v[:len(all_n)] == base for v in series.values())
+    return Experiment(
+        "lookback", "vertex X at position i and i+n inside one batch of {0,1,2}",
+        "distance n", all_n, base, [4] * len(all_n), _steps(all_n, base),
+        {"lookback": (first[0] - 1) if first else None,
+         "same_for_all_residues": bool(same),
+         "first_failure": {k: (v[0] if v else None) for k, v in fails.items()}},
+        {"series": series, "failures": {k: v[:50] for k, v in fails.items()}},
+        time.perf_counter() - t0,
+    )
+
+
+def _lru_buffer(k: int, x: int, first_new: int, refresh: bool = False) -> np.ndarray:
+    """(X,0,1), k triangles (new,0,1), [(X,0,1), k more (new,0,1)], (X,0,1)."""
+    tris = [(x, 0, 1)]
+    nxt = first_new
+    for _ in range(k):
+        tris.append((nxt, 0, 1))
+        nxt += 1
+    if refresh:
+        tris.append((x, 0, 1))
+        for _ in range(k):
+            tris.append((nxt, 0, 1))
+            nxt += 1
+    tris.append((x, 0, 1))
+    return np.array(tris).reshape(-1)
+
+
+@_recorded
+def lru(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
+    """``X`` repeated with ``k`` new vertices (and 0, 1) in between: ``k + 2`` distinct.
+
+    Cost ``3 + k`` when the second ``X`` is reused; the first ``k`` that costs one more is
+    where retention by distinct-vertex count ends (AMD: LRU of 15). New vertices are
+    numbered ``X+1, X+2, ...``. ``k`` stays below ``MAX_UNIQUES - 3`` so that the batch
+    is never cut by the unique-vertex bound.
+    """
+    t0 = time.perf_counter()
+    kmax = max(1, min((max_size - 6) // 3, (max_uniques or max_size) - 3))
+    ks = list(range(1, kmax + 1))
+    bufs = [_lru_buffer(k, x_vertex, x_vertex + 1) for k in ks]
+    tot, _, _ = _measure(bufs, x_vertex + kmax + 2)
+    y = tot.tolist()
+    expected = [3 + k for k in ks]
+    fails = [k for k, m, e in zip(ks, y, expected) if m > e]
+    return Experiment(
+        "lru", "X, then k new vertices (with 0 and 1) in between, then X again",
+        "k (new vertices in between)", ks, y, expected,
+        _steps(ks, [m - e for m, e in zip(y, expected)]),
+        {"retained_distinct": (fails[0] - 1 + 2) if fails else None,
+         "first_failure_k": fails[0] if fails else None,
+         "memory_size_if_lru": (fails[0] - 1 + 3) if fails else None},
+        {"failures": fails[:50]}, time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def refresh(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
+    """As :func:`lru` with a hit on ``X`` in the middle: does a hit refresh retention?
+
+    With LRU the final ``X`` fails at the same ``k`` as in :func:`lru`; with a FIFO that
+    only pushes misses it fails at about half that ``k``.
+    """
+    t0 = time.perf_counter()
+    kmax = max(1, min((max_size - 9) // 6, ((max_uniques or max_size) - 3) // 2))
+    ks = list(range(1, kmax + 1))
+    bufs = [_lru_buffer(k, x_vertex, x_vertex + 1, refresh=True) for k in ks]
+    tot, _, _ = _measure(bufs, x_vertex + 2 * kmax + 2)
+    y = tot.tolist()
+    expected = [3 + 2 * k for k in ks]
+    fails = [k for k, m, e in zip(ks, y, expected) if m > e]
+    return Experiment(
+        "refresh", "X, k new, X (hit), k new, X: whether hits refresh retention",
+        "k", ks, y, expected, _steps(ks, [m - e for m, e in zip(y, expected)]),
+        {"first_failure_k": fails[0] if fails else None}, {"failures": fails[:50]},
+        time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def slot_conflicts(max_distance: int = 1024, x_vertex: int | None = None) -> Experiment:
+    """``(X,A,B), (A,B,X+d), (X,A,B)``: is ``X`` evicted by the single vertex ``X+d``?
+
+    With any LRU/FIFO/look-back of 4+ entries ``X`` survives; with a direct-mapped table
+    keyed by ``index mod M`` it is evicted exactly when ``d`` is a multiple of ``M``.
+    Per-vertex counts tell which vertex was shaded twice.
+    """
+    t0 = time.perf_counter()
+    x = x_vertex if x_vertex is not None else max_distance + 3
+    a, b = x + 1, x + 2          # A, B collide with X only under a table of 1 or 2 entries
+    ds = [d for d in range(-max_distance, max_distance + 1)
+          if d not in (0, 1, 2) and x + d >= 0]
+    bufs = [np.array([x, a, b, a, b, x + d, x, a, b]) for d in ds]
+    V = x + max_distance + 1
+    tot, per, _ = _measure(bufs, V, per_vertex=True)
+    evicted = [int(d) for d, row in zip(ds, per) if row[x] > 1]
+    y = (per[:, x] - 1).tolist()
+    modulus = None
+    if evicted:
+        g = int(np.gcd.reduce(np.abs(evicted)))
+        multiples = [d for d in ds if d % g == 0]
+        if g > 1 and sorted(evicted) == sorted(multiples):
+            modulus = g
+    return Experiment(
+        "slot_conflicts", "(X,A,B),(A,B,X+d),(X,A,B): X re-shaded? (1 = evicted by X+d)",
+        "d", ds, y, [0] * len(ds), _steps(ds, y),
+        {"evicting_offsets": evicted[:64], "n_evicting": len(evicted),
+         "direct_mapped_modulus": modulus, "x": x},
+        {"totals": tot.tolist()}, time.perf_counter() - t0,
+    )
+
+
+# -- index encoding -------------------------------------------------------------------------
+
+def _window_buffers(rng, count: int, width: int = 128, max_tris: int = 700):
+    """Random index buffers over ``width`` vertices (relative numbers 0..width-1)."""
+    out = []
+    for _ in range(count):
+        t = int(rng.integers(1, max_tris))
+        out.append(rng.integers(0, width, size=3 * t))
+    return out
+
+
+@_recorded
+def boundary_16bit(count: int = 40, seed: int = 16) -> Experiment:
+    """Random buffers over 128 vertices centred on 2^16 (straddling) vs on 2^15 (not).
+
+    The two placements differ by 32768, a multiple of every power-of-two table size, so
+    any difference is due to the 16-bit boundary (NVIDIA, paper 001 sec. 3.3).
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    rel = _window_buffers(rng, count)
+    straddle = [r + (65536 - 64) for r in rel]
+    below = [r + (32768 - 64) for r in rel]
+    V = 65536 + 64 + 1
+    ts, _, _ = _measure(straddle, V)
+    tb, _, _ = _measure(below, V)
+    diff = (ts - tb).tolist()
+    x = list(range(count))
+    return Experiment(
+        "boundary_16bit", "random buffers straddling 2^16 vs the same buffers around 2^15",
+        "buffer #", x, ts.tolist(), tb.tolist(), [i for i, d in enumerate(diff) if d],
+        {"differs": any(diff), "max_extra_invocations": int(max(diff)) if diff else 0},
+        {"difference": diff, "triangles": [len(r) // 3 for r in rel]},
+        time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def index_size(count: int = 40, seed: int = 1632) -> Experiment:
+    """The same buffers drawn with uint16 and uint32 indices.
+
+    Includes dense small-range buffers (where a driver could shade the whole index range
+    once instead of deduplicating) and sparse ones.
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    bufs = []
+    for i in range(count):
+        width = int(rng.choice([8, 64, 300, 4000, 60000]))
+        t = int(rng.integers(1, 2500))
+        bufs.append(rng.integers(0, width, size=3 * t))
+    V = 60000
+    t32, _, _ = _measure(bufs, V, index_dtype=np.uint32)
+    t16, _, _ = _measure(bufs, V, index_dtype=np.uint16)
+    diff = (t16 - t32).tolist()
+    return Experiment(
+        "index_size", "the same buffers with 16-bit and 32-bit indices",
+        "buffer #", list(range(count)), t16.tolist(), t32.tolist(),
+        [i for i, d in enumerate(diff) if d],
+        {"differs": any(diff)}, {"difference": diff, "triangles": [b.size // 3 for b in bufs]},
+        time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def render_state(count: int = 24, seed: int = 7) -> Experiment:
+    """Same buffers with rasterizer discard, rasterized into 1x1, with 16 extra varyings,
+    and at an odd offset in a larger index buffer: batching must not depend on these."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    bufs = [rng.integers(0, int(rng.integers(3, 5000)), size=3 * int(rng.integers(1, 3000)))
+            for _ in range(count)]
+    V = 5000
+    base, _, _ = _measure(bufs, V)
+    raster, _, _ = _measure(bufs, V, discard=False)
+    vary, _, _ = _measure(bufs, V, varyings=16)
+    pad = [np.concatenate([np.zeros(3 * 7, dtype=np.int64), b]) for b in bufs]
+    # drawn with the 7 padding triangles as their own draws in front: offset 21 indices
+    interleaved = []
+    for pb, b in zip(pad, bufs):
+        interleaved += [pb[:21], b]
+    off, _, _ = _measure(interleaved, V)
+    off = off[1::2]
+    same = {
+        "rasterized_1x1": bool((raster == base).all()),
+        "16_varyings": bool((vary == base).all()),
+        "draw_offset_21": bool((off == base).all()),
+    }
+    return Experiment(
+        "render_state", "rasterizer discard vs rasterized, extra varyings, draw offset",
+        "buffer #", list(range(count)), base.tolist(), None, [],
+        {"independent": all(same.values()), **same},
+        {"rasterized": raster.tolist(), "varyings16": vary.tolist(), "offset": off.tolist()},
+        time.perf_counter() - t0,
+    )
+
+
+@_recorded
+def random_buffers(count: int = 120, seed: int = 2024, max_triangles: int = 6000) -> Experiment:
+    """Random index buffers of many sizes and vertex ranges (verification data for fit).
+
+    The buffers themselves are kept in ``extra["buffers"]`` only as (seed, sizes) so the
+    JSON stays small; :func:`random_buffer_set` regenerates them.
+    """
+    t0 = time.perf_counter()
+    bufs, specs = random_buffer_set(count, seed, max_triangles)
+    V = max(s[1] for s in specs)
+    tot, _, q = _measure(bufs, V, with_query=True)
+    agree = None if q is None else bool((q == tot).all())
+    return Experiment(
+        "random", "random index buffers (T triangles over W vertices)", "buffer #",
+        list(range(count)), tot.tolist(), None, [],
+        {"query_agrees": agree},
+        {"seed": seed, "max_triangles": max_triangles, "specs": specs,
+         "query": None if q is None else q.tolist()},
+        time.perf_counter() - t0,
+    )
+
+
+def random_buffer_set(count: int = 120, seed: int = 2024, max_triangles: int = 6000):
+    """Deterministic random buffers: ``(buffers, [(triangles, width, kind), ...])``.
+
+    Kinds: ``uniform`` (any vertex), ``local`` (a random walk: mesh-like locality) and
+    ``tiny`` (few vertices, heavy reuse).
+    """
+    rng = np.random.default_rng(seed)
+    bufs, specs = [], []
+    kinds = ("uniform", "local", "tiny")
+    for i in range(count):
+        kind = kinds[i % 3]
+        t = int(rng.integers(1, max_triangles + 1)) if i % 4 else int(rng.integers(1, 400))
+        if kind == "uniform":
+            w = int(rng.integers(3, 70000))
+            b = rng.integers(0, w, size=3 * t)
+        elif kind == "local":
+            w = int(rng.integers(300, 70000))
+            centre = np.cumsum(rng.integers(-3, 5, size=3 * t)) % w
+            b = (centre + rng.integers(-40, 41, size=3 * t)) % w
+        else:
+            w = int(rng.integers(3, 40))
+            b = rng.integers(0, w, size=3 * t)
+        bufs.append(b.astype(np.int64))
+        specs.append((t, w, kind))
+    return bufs, specs
+
+
+# -- the suite ------------------------------------------------------------------------------
+
+EXPERIMENTS = ("staircase", "batch_triplets", "uniques", "lookback", "lru", "refresh",
+               "slot_conflicts", "boundary_16bit", "index_size", "render_state", "random")
+
+
+@dataclass
+class ExperimentSuite:
+    """All experiments of one run, with the driver strings and the date."""
+
+    renderer: str
+    vendor: str
+    version: str
+    date: str
+    experiments: dict
+    seconds: float
+
+    def __getitem__(self, name) -> Experiment:
+        return self.experiments[name]
+
+    def step_positions(self) -> dict:
+        """``{experiment: steps}``: the raw step positions (the CLI's summary)."""
+        return {k: v.steps[:32] for k, v in self.experiments.items()}
+
+    def derived(self) -> dict:
+        return {k: v.derived for k, v in self.experiments.items()}
+
+    def to_dict(self) -> dict:
+        return {
+            "renderer": self.renderer, "vendor": self.vendor, "version": self.version,
+            "date": self.date, "seconds": round(self.seconds, 3),
+            "experiments": {k: v.to_dict() for k, v in self.experiments.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ExperimentSuite":
+        exps = {k: Experiment(**v) for k, v in d["experiments"].items()}
+        return cls(d["renderer"], d["vendor"], d["version"], d["date"], exps,
+                   d.get("seconds", 0.0))
+
+
+def run_experiments(only=None, max_indices: int = 3300, progress=None) -> ExperimentSuite:
+    """Run the experiment suite on this machine's GPU.
+
+    Parameters
+    ----------
+    only : iterable of str, optional
+        Subset of :data:`EXPERIMENTS` (``staircase`` always runs: the others need its
+        ``MAX_SIZE``).
+    max_indices : int
+        Longest staircase draw (must show at least one step for the later experiments).
+    progress : callable, optional
+        Called with each experiment's name before it runs.
+    """
+    t0 = time.perf_counter()
+    p = prober()
+    names = list(EXPERIMENTS) if only is None else [n for n in EXPERIMENTS if n in set(only)]
+    if "staircase" not in names:
+        names.insert(0, "staircase")
+    out: dict[str, Experiment] = {}
+
+    def run(name, fn, *a, **kw):
+        if name in names:
+            if progress:
+                progress(name)
+            out[name] = fn(*a, **kw)
+
+    run("staircase", staircase, max_indices)
+    ms = out["staircase"].derived["max_size"] or max_indices
+    run("batch_triplets", batch_triplets, ms)
+    run("uniques", uniques, ms)
+    mu = (out["uniques"].derived["max_uniques"] if "uniques" in out else None) or ms
+    run("lookback", lookback, ms)
+    run("lru", lru, ms, max_uniques=mu)
+    run("refresh", refresh, ms, max_uniques=mu)
+    run("slot_conflicts", slot_conflicts, min(1024, max(ms, 64)))
+    run("boundary_16bit", boundary_16bit)
+    run("index_size", index_size)
+    run("render_state", render_state)
+    run("random", random_buffers)
+    return ExperimentSuite(
+        p.info["renderer"], p.info["vendor"], p.info["version"],
+        datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), out,
+        time.perf_counter() - t0,
+    )
