@@ -1,0 +1,287 @@
+"""Dynamic Sampling Rate (DSR), Anglada et al., paper 004 sec. 3-5.
+
+After a tile is rendered, the 2D DCT of its colours tells how much high-frequency content it
+has; a five-state FSM per tile picks the sampling rate the tile gets in the *next* frame:
+
+    state 0: 1x (every pixel centre)      state 1: 1/4x  (2x2 superfragments)
+    state 2: 1/16x (4x4)                  state 3: 1/64x (8x8)    state 4: 1/256x (16x16)
+
+``MaxC(D)`` is the largest absolute DCT coefficient on the diagonals ``i + j >= D`` (the first
+``D`` low-frequency diagonals are ignored).  From state ``s`` (Algorithm 1 of the paper):
+reduce (``s + 1``) if ``MaxC(D_R[s]) < T_R[s]``, else increase (``s - 1``) if
+``MaxC(D_I[s]) >= T_I[s]``, else stay.  There are four reduce transitions (states 0-3) and three
+increase transitions (states 1-3); state 4 holds one colour per tile, has no spectrum to judge,
+and always goes back to state 3.  The Sampling Rate Table (one state per tile) is the state this
+technique carries between frames.
+
+The DCT is the orthonormal DCT-II (``scipy.fft.dctn(norm="ortho")``) of the tile's BT.601 luma in
+0..255 (so a flat tile has only the DC term, 16 x its mean); tiles cut by the screen edge are
+padded by edge replication.  Quality is MSSIM against the full-rate frame
+(:mod:`pipeline_model.quality`), with the paper's rule that no frame may fall below 0.95.
+
+:func:`search_parameters` finds per-transition ``(T, D)`` for a set of frame sequences in the
+spirit of the paper's Algorithms 1-2 (sec. 4): Local Minimum rates per tile, then the increase
+pairs with the Local-Minimum reduction, then the reduce pairs with the increase pairs fixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.fft
+
+from pipeline_model.quality import MSSIM_THRESHOLD, luma, ssim_map
+
+__all__ = [
+    "N_STATES",
+    "RATE_NAMES",
+    "DSRParams",
+    "tile_luma",
+    "tile_dct",
+    "diagonal_max",
+    "maxc",
+    "fsm_step",
+    "samples_per_pixel",
+    "DSRState",
+    "search_parameters",
+]
+
+N_STATES = 5
+RATE_NAMES = ("1", "1/4", "1/16", "1/64", "1/256")
+
+
+@dataclass(frozen=True)
+class DSRParams:
+    """Per-transition ``(T, D)``: ``reduce[s]`` for ``s -> s+1`` (s = 0..3), ``increase[s-1]``
+    for ``s -> s-1`` (s = 1..3).  The defaults come from :func:`search_parameters` over the
+    shipped scenes (see ``benchmarks/bench_techniques.py``)."""
+
+    reduce: tuple = ((6.0, 4), (6.0, 4), (6.0, 2), (3.0, 1))
+    increase: tuple = ((12.0, 4), (12.0, 2), (8.0, 1))
+
+    def as_dict(self) -> dict:
+        return {"reduce": [list(p) for p in self.reduce],
+                "increase": [list(p) for p in self.increase]}
+
+
+def tile_luma(image: np.ndarray, tile: int = 16) -> np.ndarray:
+    """(n_tiles, tile, tile) luma blocks, row-major tile order, edge tiles edge-padded."""
+    y = luma(image)
+    h, w = y.shape
+    ph, pw = (-h) % tile, (-w) % tile
+    if ph or pw:
+        y = np.pad(y, ((0, ph), (0, pw)), mode="edge")
+    ty, tx = y.shape[0] // tile, y.shape[1] // tile
+    return y.reshape(ty, tile, tx, tile).transpose(0, 2, 1, 3).reshape(ty * tx, tile, tile)
+
+
+def tile_dct(image: np.ndarray, tile: int = 16) -> np.ndarray:
+    """Orthonormal 2D DCT-II of every tile's luma: (n_tiles, tile, tile)."""
+    return scipy.fft.dctn(tile_luma(image, tile), axes=(1, 2), norm="ortho")
+
+
+def diagonal_max(coefs: np.ndarray) -> np.ndarray:
+    """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k``."""
+    n, t, _ = coefs.shape
+    a = np.abs(coefs).reshape(n, t * t)
+    k = np.add.outer(np.arange(t), np.arange(t)).ravel()
+    out = np.zeros((n, 2 * t - 1))
+    order = np.argsort(k, kind="stable")
+    starts = np.searchsorted(k[order], np.arange(2 * t - 1))
+    out[:] = np.maximum.reduceat(a[:, order], starts, axis=1)
+    return out
+
+
+def maxc(diag_max: np.ndarray, d) -> np.ndarray:
+    """MaxC per tile: max over diagonals ``>= d`` (``d`` scalar or per tile)."""
+    suffix = np.maximum.accumulate(diag_max[:, ::-1], axis=1)[:, ::-1]
+    d = np.broadcast_to(np.asarray(d, np.int64), (diag_max.shape[0],))
+    d = np.minimum(d, diag_max.shape[1] - 1)
+    return suffix[np.arange(diag_max.shape[0]), d]
+
+
+def fsm_step(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
+             reduce: bool = True, increase: bool = True) -> np.ndarray:
+    """Next state per tile (paper 004 Fig. 6 / Algorithm 1)."""
+    state = np.asarray(state, np.int8)
+    tr = np.array([p[0] for p in params.reduce] + [np.inf], np.float64)
+    dr = np.array([p[1] for p in params.reduce] + [0], np.int64)
+    ti = np.array([np.inf] + [p[0] for p in params.increase] + [np.inf], np.float64)
+    di = np.array([0] + [p[1] for p in params.increase] + [0], np.int64)
+    s = state.astype(np.int64)
+    nxt = s.copy()
+    if reduce:
+        red = (s < N_STATES - 1) & (maxc(diag_max, dr[s]) < tr[s])
+        nxt[red] = s[red] + 1
+    else:
+        red = np.zeros(s.shape, bool)
+    if increase:
+        inc = ~red & (s > 0) & (s < N_STATES - 1) & (maxc(diag_max, di[s]) >= ti[s])
+        nxt[inc] = s[inc] - 1
+    nxt[s == N_STATES - 1] = N_STATES - 2
+    return nxt.astype(np.int8)
+
+
+def tile_pixels(width: int, height: int, tile: int = 16) -> np.ndarray:
+    """Pixels on screen per tile (edge tiles are partial)."""
+    ys = np.minimum(tile, height - np.arange(0, height, tile))
+    xs = np.minimum(tile, width - np.arange(0, width, tile))
+    return np.outer(ys, xs).ravel()
+
+
+def samples_per_pixel(state: np.ndarray, width: int, height: int, tile: int = 16) -> float:
+    """Average sampling rate of a rate table (samples per pixel, 1.0 at full rate)."""
+    px = tile_pixels(width, height, tile)
+    return float(np.sum(px * 4.0 ** -np.asarray(state, np.float64)) / px.sum())
+
+
+@dataclass
+class DSRState:
+    """The Sampling Rate Table and the per-frame quality record."""
+
+    params: DSRParams = field(default_factory=DSRParams)
+    state: np.ndarray | None = None
+
+    def rates(self, n_tiles: int) -> np.ndarray:
+        if self.state is None or self.state.shape[0] != n_tiles:
+            self.state = np.zeros(n_tiles, np.int8)
+        return self.state
+
+    def update(self, image: np.ndarray, tile: int = 16) -> np.ndarray:
+        """Analyse the rendered frame and set the rates of the next one."""
+        dm = diagonal_max(tile_dct(image, tile))
+        self.state = fsm_step(self.rates(dm.shape[0]), dm, self.params)
+        return self.state
+
+
+# ----------------------------------------------------------------------- parameter search
+@dataclass
+class _Seq:
+    """One frame sequence prepared for the search: per frame, per uniform rate."""
+
+    diag: np.ndarray       # (F, 5, n_tiles, 31) diagonal maxima of each tile at each rate
+    ssim_sum: np.ndarray   # (F, 5, n_tiles) sum of the SSIM map inside the crop, per tile
+    n_px: float            # pixels inside the crop
+    weight: np.ndarray     # (n_tiles,) pixels per tile
+    locmin: np.ndarray     # (F, n_tiles) Local Minimum state
+    cuts: frozenset
+
+
+def _prepare(render, n_frames, width, height, tile, cuts, threshold) -> _Seq:
+    n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+    crop = np.zeros((height, width), bool)
+    crop[5:height - 5, 5:width - 5] = True
+    tid = np.arange(n_tiles).reshape((height + tile - 1) // tile, -1)
+    tile_of_px = np.repeat(np.repeat(tid, tile, 0), tile, 1)[:height, :width]
+    diag = np.zeros((n_frames, N_STATES, n_tiles, 2 * tile - 1))
+    ssum = np.zeros((n_frames, N_STATES, n_tiles))
+    lm = np.zeros((n_frames, n_tiles), np.int8)
+    px_in = np.bincount(tile_of_px[crop], minlength=n_tiles).astype(np.float64)
+    for f in range(n_frames):
+        ref = None
+        for s in range(N_STATES):
+            img = render(f, np.full(n_tiles, s, np.int8))
+            if s == 0:
+                ref = img
+                ssum[f, 0] = px_in
+            else:
+                m = ssim_map(img, ref)
+                ssum[f, s] = np.bincount(tile_of_px[crop], weights=m[crop], minlength=n_tiles)
+            diag[f, s] = diagonal_max(tile_dct(img, tile))
+        # Local Minimum: lowest rate whose tile alone keeps the threshold.
+        ok = ssum[f] >= threshold * np.maximum(px_in, 1)[None, :]
+        for s in range(1, N_STATES):
+            lm[f] = np.where(ok[s] & (lm[f] == s - 1), s, lm[f])
+    return _Seq(diag, ssum, float(px_in.sum()), tile_pixels(width, height, tile), lm,
+                frozenset(cuts))
+
+
+def _simulate(seq: _Seq, params: DSRParams, threshold: float, use_locmin: bool):
+    """Run the FSM over a prepared sequence; return (ASR, worst MSSIM, errors)."""
+    f_n, _, n_tiles, _ = seq.diag.shape
+    state = np.zeros(n_tiles, np.int8)
+    idx = np.arange(n_tiles)
+    samples = 0.0
+    worst = 1.0
+    errors = 0
+    for f in range(f_n):
+        q = seq.ssim_sum[f, state, idx].sum() / seq.n_px
+        if f not in seq.cuts:
+            worst = min(worst, q)
+            errors += q < threshold
+        samples += float(np.sum(seq.weight * 4.0 ** -state.astype(np.float64)))
+        dm = seq.diag[f, state, idx]
+        if use_locmin:
+            nxt = fsm_step(state, dm, params, reduce=False)
+            if f + 1 < f_n:
+                nxt = np.maximum(nxt, seq.locmin[f + 1])  # the lower sampling rate of the two
+        else:
+            nxt = fsm_step(state, dm, params)
+        state = nxt
+    return samples / (f_n * seq.weight.sum()), worst, errors
+
+
+def search_parameters(sequences, thresholds=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+                      diagonals=(1, 2, 3, 4, 6, 8, 12), threshold: float = MSSIM_THRESHOLD,
+                      sweeps: int = 2, start: DSRParams | None = None, tile: int = 16):
+    """Per-transition ``(T, D)`` with the lowest average sampling rate and no erroneous frame.
+
+    Parameters
+    ----------
+    sequences : iterable of ``(render, n_frames, width, height, cuts)``; ``render(f, rates)``
+        returns the uint8 image of frame ``f`` with the per-tile rate codes ``rates``.
+    thresholds, diagonals : the grid each ``(T, D)`` pair is searched over.
+
+    Every frame is rendered once at each of the five uniform rates; a frame with per-tile rates
+    is then the tile-wise composite of those (each tile is rasterized on its own), and its MSSIM
+    is the sum of the per-tile SSIM-map sums (exact away from tile borders, where the 11x11
+    window mixes rates; the pipeline's own MSSIM check is exact).  Step 1 (paper Algorithm 2)
+    searches the three increase pairs with reduction by the Local Minimum rates; step 2
+    (Algorithm 1) searches the four reduce pairs with the increase pairs fixed.  Instead of the
+    paper's exhaustive product, each pair is searched over the whole grid with the others fixed,
+    ``sweeps`` times (coordinate descent).  Frames right after a cut are not judged.
+
+    Returns ``(params, report)`` where report has the ASR and worst MSSIM per sequence.
+    """
+    seqs = [_prepare(r, n, w, h, tile, cuts, threshold) for r, n, w, h, cuts in sequences]
+    grid = [(float(t), int(d)) for t in thresholds for d in diagonals]
+    params = start or DSRParams(reduce=((0.0, 1),) * 4, increase=((0.0, 1),) * 3)
+
+    def cost(p, locmin):
+        asr = 0.0
+        for s in seqs:
+            a, _, err = _simulate(s, p, threshold, locmin)
+            if err:
+                return np.inf
+            asr += a
+        return asr / len(seqs)
+
+    def replace(p, kind, i, v):
+        lst = list(getattr(p, kind))
+        lst[i] = v
+        return DSRParams(**{**{"reduce": p.reduce, "increase": p.increase}, kind: tuple(lst)})
+
+    # Step 1: increase pairs.  Start from "always increase" (T = 0), which is always safe.
+    for _ in range(sweeps):
+        for i in range(3):
+            best = (cost(params, True), params.increase[i])
+            for v in grid:
+                c = cost(replace(params, "increase", i, v), True)
+                if c < best[0] or (c == best[0] and v[0] < best[1][0]):
+                    best = (c, v)
+            params = replace(params, "increase", i, best[1])
+    # Step 2: reduce pairs, increase fixed.  Start from "never reduce" (T = 0).
+    for _ in range(sweeps):
+        for i in range(4):
+            best = (cost(params, False), params.reduce[i])
+            for v in grid:
+                c = cost(replace(params, "reduce", i, v), False)
+                if c < best[0]:
+                    best = (c, v)
+            params = replace(params, "reduce", i, best[1])
+    report = []
+    for s in seqs:
+        asr, worst, err = _simulate(s, params, threshold, False)
+        report.append({"asr": asr, "mssim_min": worst, "errors": int(err)})
+    return params, report

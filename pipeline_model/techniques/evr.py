@@ -1,0 +1,272 @@
+"""Early Visibility Resolution (EVR), Corbalan-Navarro et al., paper 003 sec. III-V.
+
+Per tile, the farthest visible point (FVP) of frame N predicts which primitives of frame N+1 are
+occluded in that tile:
+
+* **WOZ** primitives (opaque, depth-tested, depth-writing) resolve visibility with the Z buffer:
+  the FVP is ``Zfar``, the largest depth left in the tile's Z buffer (sec. III.A).
+* **NWOZ** primitives (everything else: no depth write, no depth test, or blended) resolve it by
+  order.  The **Layer Generator Table** (sec. V.A) gives each primitive a per-tile layer id: the
+  tile's counter goes up when a primitive of a new draw arrives, always for NWOZ, for WOZ only if
+  the previous primitive was NWOZ (so a run of WOZ draws shares one layer).  The counter starts
+  as if the cleared background were an NWOZ layer 0, so the first draw of a tile gets layer 1.
+  The **Layer Buffer** keeps, per pixel, the layer of the last *opaque* fragment written
+  (blended fragments do not update it); ``Lfar`` is its minimum over the tile (sec. V.B).
+* The **FVP Table** (sec. V.C) stores per tile either ``Zfar`` or ``Lfar`` and the FVP-type bit.
+  The paper sets the type by comparing ``Lfar`` with the ZR register (layer of the last visible
+  WOZ fragment); since a layer id here is either all-WOZ or all-NWOZ, the type is simply the type
+  of layer ``Lfar`` (layer 0, the background, counts as WOZ: ``Zfar`` is then 1.0 and nothing is
+  predicted).
+
+A primitive is predicted occluded in a tile when the previous FVP is a layer and its layer is
+below ``Lfar``, or when the previous FVP is a Z value, the primitive is WOZ and its closest vertex
+(``Znear``) is farther than ``Zfar`` (sec. III.C).  Algorithm 1 then splits each tile's list in
+two: WOZ primitives predicted visible go to the first list, predicted occluded to the second, and
+an NWOZ primitive first moves the second list to the end of the first (so NWOZ primitives keep
+their order relative to everything).  Mispredictions cost only Early-Z efficiency.
+
+EVR + RE (sec. IV.B) leaves predicted-occluded primitives out of the tile signature.  The paper's
+Table I argument has holes that this model closes, because a skipped tile must be exactly right:
+
+1. *Stale reference.*  A primitive left out while mispredicted (visible) can later move behind
+   the FVP again while the tile is skipped with its colours.  Fix: when a tile is rendered, its
+   reference signature (the one the next frame is compared with) is recomputed with the FVP that
+   this very frame produced, so both frames are filtered by the same FVP.  A WOZ primitive whose
+   ``Znear`` is beyond that frame's own ``Zfar`` provably left no colour and no depth: the last
+   depth writer of every pixel is in front of it and overwrote it.
+2. *Translucent depth writers.*  That overwrite argument needs the last depth writer of a pixel to
+   be opaque; tiles with a blended depth-writing primitive leave nothing out by depth.
+3. *Layers over depth-tested geometry.*  A primitive below ``Lfar`` is hidden only if what covers
+   it cannot be pierced: layer exclusion is used only when every primitive of the tile at or
+   above ``Lfar`` has its depth test off (a HUD, 2D sprites).  Then the suffix alone decides the
+   colours, and equal signatures mean an equal suffix.
+4. *Float rounding.*  Depth exclusion needs ``Znear > Zfar + 1e-6`` (interpolated depths can be
+   an ulp below the smallest vertex depth).
+
+State carried between frames: the FVP Table (and, with RE, the Signature Buffer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "Z_MARGIN",
+    "FVPTable",
+    "woz_draws",
+    "assign_layers",
+    "predict_occluded",
+    "reorder_two_lists",
+    "fvp_from_buffers",
+    "re_exclusion",
+    "prediction_stats",
+]
+
+#: Safety margin for the depth exclusion of EVR+RE (see module docstring, point 4).
+Z_MARGIN = 1e-6
+
+
+@dataclass
+class FVPTable:
+    """Per tile: ``zfar`` (float32), ``lfar`` (int32) and ``is_layer`` (FVP-type bit)."""
+
+    zfar: np.ndarray
+    lfar: np.ndarray
+    is_layer: np.ndarray
+
+    @classmethod
+    def empty(cls, n_tiles: int) -> "FVPTable":
+        """No knowledge: Zfar = 1 (far plane), nothing predicted occluded."""
+        return cls(np.ones(n_tiles, np.float32), np.zeros(n_tiles, np.int32),
+                   np.zeros(n_tiles, np.bool_))
+
+    def updated(self, new: "FVPTable", rendered: np.ndarray) -> "FVPTable":
+        """Entries of rendered tiles from ``new``, the others kept (a skipped tile is unchanged)."""
+        return FVPTable(np.where(rendered, new.zfar, self.zfar),
+                        np.where(rendered, new.lfar, self.lfar),
+                        np.where(rendered, new.is_layer, self.is_layer))
+
+
+def woz_draws(frame) -> np.ndarray:
+    """WOZ per draw: opaque, depth-tested, depth-writing (the primitives EVR may move)."""
+    return np.asarray(frame.depth_test & frame.depth_write & ~frame.blend, np.bool_)
+
+
+@nb.njit(cache=True)
+def _assign_layers(offsets, tri, draw, woz):
+    layer = np.empty(tri.shape[0], np.int32)
+    for t in range(offsets.shape[0] - 1):
+        last_cmd = -1
+        cur = 0
+        last_woz = False  # the cleared background acts as an NWOZ layer 0
+        for i in range(offsets[t], offsets[t + 1]):
+            d = draw[tri[i]]
+            w = woz[d]
+            if d != last_cmd:
+                if (not w) or (not last_woz):
+                    cur += 1
+                last_cmd = d
+            last_woz = w
+            layer[i] = cur
+    return layer
+
+
+def assign_layers(offsets, tri, draw, woz) -> np.ndarray:
+    """Layer Generator Table: layer id per CSR entry (program-order bins), paper 003 sec. V.A."""
+    return _assign_layers(np.asarray(offsets, np.int64), np.asarray(tri),
+                          np.asarray(draw, np.int32), np.asarray(woz, np.bool_))
+
+
+@nb.njit(cache=True)
+def _predict(offsets, tri, draw, layer, znear, woz, zfar, lfar, is_layer):
+    occ = np.zeros(tri.shape[0], np.bool_)
+    for t in range(offsets.shape[0] - 1):
+        for i in range(offsets[t], offsets[t + 1]):
+            if is_layer[t]:
+                occ[i] = layer[i] < lfar[t]
+            else:
+                occ[i] = woz[draw[tri[i]]] and znear[tri[i]] > zfar[t]
+    return occ
+
+
+def predict_occluded(offsets, tri, draw, layer, znear, woz, fvp: FVPTable) -> np.ndarray:
+    """Occlusion prediction per CSR entry from the previous frame's FVP Table (sec. III.C)."""
+    return _predict(np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(draw, np.int32),
+                    layer, np.asarray(znear, np.float32), np.asarray(woz, np.bool_),
+                    fvp.zfar, fvp.lfar, fvp.is_layer)
+
+
+@nb.njit(cache=True)
+def _reorder(offsets, tri, draw, woz, occ):
+    out = np.empty_like(tri)
+    second = np.empty_like(tri)
+    for t in range(offsets.shape[0] - 1):
+        k = offsets[t]
+        ns = 0
+        for i in range(offsets[t], offsets[t + 1]):
+            p = tri[i]
+            if woz[draw[p]]:
+                if occ[i]:
+                    second[ns] = p
+                    ns += 1
+                else:
+                    out[k] = p
+                    k += 1
+            else:
+                for j in range(ns):
+                    out[k] = second[j]
+                    k += 1
+                ns = 0
+                out[k] = p
+                k += 1
+        for j in range(ns):
+            out[k] = second[j]
+            k += 1
+    return out
+
+
+def reorder_two_lists(offsets, tri, draw, woz, occluded) -> np.ndarray:
+    """Algorithm 1 of paper 003: per-tile order with predicted-occluded WOZ primitives deferred."""
+    return _reorder(np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(draw, np.int32),
+                    np.asarray(woz, np.bool_), np.asarray(occluded, np.bool_))
+
+
+@nb.njit(cache=True)
+def _fvp(offsets, tri, draw, layer, woz, depth, last_writer, tiles_x, tile, scratch):
+    n_tiles = offsets.shape[0] - 1
+    h, w = depth.shape
+    zfar = np.empty(n_tiles, np.float32)
+    lfar = np.empty(n_tiles, np.int32)
+    is_layer = np.zeros(n_tiles, np.bool_)
+    for t in range(n_tiles):
+        for i in range(offsets[t], offsets[t + 1]):
+            scratch[tri[i]] = layer[i]
+        y0 = (t // tiles_x) * tile
+        x0 = (t % tiles_x) * tile
+        zf = np.float32(0.0)
+        lf = np.int32(2**31 - 1)
+        for y in range(y0, min(y0 + tile, h)):
+            for x in range(x0, min(x0 + tile, w)):
+                if depth[y, x] > zf:
+                    zf = depth[y, x]
+                lw = last_writer[y, x]
+                lv = scratch[lw] if lw >= 0 else 0
+                if lv < lf:
+                    lf = lv
+        zfar[t] = zf
+        lfar[t] = lf
+        if lf > 0:
+            for i in range(offsets[t], offsets[t + 1]):
+                if layer[i] == lf:
+                    is_layer[t] = not woz[draw[tri[i]]]
+                    break
+    return zfar, lfar, is_layer
+
+
+def fvp_from_buffers(offsets, tri, draw, layer, woz, depth, last_writer, tiles_x: int,
+                     tile: int) -> FVPTable:
+    """FVP Table entries from a rendered frame (sec. V.B-C).
+
+    ``depth`` is the final (H, W) depth buffer, ``last_writer`` (H, W) the triangle whose opaque
+    fragment last wrote each pixel's colour (-1: none); the Layer Buffer is ``layer`` of that
+    triangle in the pixel's tile.
+    """
+    scratch = np.zeros(int(np.asarray(draw).shape[0]) + 1, np.int32)  # layer per triangle
+    z, l, il = _fvp(np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(draw, np.int32),
+                    layer, np.asarray(woz, np.bool_), np.asarray(depth, np.float32),
+                    np.asarray(last_writer, np.int32), int(tiles_x), int(tile), scratch)
+    return FVPTable(z, l, il)
+
+
+@nb.njit(cache=True)
+def _exclusion(offsets, tri, draw, layer, znear, woz, blend, depth_test, depth_write,
+               zfar, lfar, is_layer, margin):
+    ex = np.zeros(tri.shape[0], np.bool_)
+    for t in range(offsets.shape[0] - 1):
+        a, b = offsets[t], offsets[t + 1]
+        if is_layer[t]:
+            ok = True
+            for i in range(a, b):
+                if layer[i] >= lfar[t] and depth_test[draw[tri[i]]]:
+                    ok = False
+                    break
+            if ok:
+                for i in range(a, b):
+                    ex[i] = layer[i] < lfar[t]
+        else:
+            ok = True
+            for i in range(a, b):
+                d = draw[tri[i]]
+                if blend[d] and depth_write[d] and depth_test[d]:
+                    ok = False
+                    break
+            if ok:
+                lim = zfar[t] + margin
+                for i in range(a, b):
+                    p = tri[i]
+                    ex[i] = woz[draw[p]] and znear[p] > lim
+    return ex
+
+
+def re_exclusion(offsets, tri, frame, layer, znear, fvp: FVPTable,
+                 margin: float = Z_MARGIN) -> np.ndarray:
+    """CSR entries EVR+RE leaves out of the tile signatures (prediction + soundness guards)."""
+    return _exclusion(np.asarray(offsets, np.int64), np.asarray(tri), frame.draw, layer,
+                      np.asarray(znear, np.float32), woz_draws(frame), frame.blend,
+                      frame.depth_test, frame.depth_write, fvp.zfar, fvp.lfar, fvp.is_layer,
+                      np.float32(margin))
+
+
+def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
+    """Confusion counts of predicted-occluded vs really occluded (no fragment survived)."""
+    p = np.asarray(predicted, bool)
+    o = np.asarray(occluded, bool)
+    tp = int(np.count_nonzero(p & o))
+    fp = int(np.count_nonzero(p & ~o))
+    fn = int(np.count_nonzero(~p & o))
+    tn = int(p.size - tp - fp - fn)
+    return {"pairs": int(p.size), "true_occluded": tp, "false_occluded": fp,
+            "missed_occluded": fn, "true_visible": tn}

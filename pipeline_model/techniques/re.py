@@ -1,0 +1,174 @@
+"""Rendering Elimination (RE): per-tile CRC32 signatures, paper 003 sec. II and IV.B.
+
+When the polygon list builder bins a primitive it computes the CRC32 of the primitive's
+post-transform inputs, and folds it into the signature of every tile the primitive overlaps, in
+bin order.  Before a tile is rasterized its signature is compared with the one it had in the
+previous frame; when they are equal the tile is not rendered and keeps last frame's colours.
+
+What goes into a primitive's CRC (everything the raster stage reads to colour a pixel):
+
+* per vertex: window position ``xy`` (float64, on the 1/256 grid), depth ``z``, ``inv_w``,
+  ``uv``, ``shade``; the primitive's index ``prim`` in its draw;
+* its draw's render state: ``object_id``, ``depth_test``, ``depth_write``, ``blend``, ``alpha``,
+  ``shader_cost``, ``colour_kind``, ``colour_params`` (the whole "texture" of the model).
+
+A tile's signature is the CRC32 of the sequence of its primitives' CRCs in bin order, so the
+number, the order and the content of the primitives all count.  With EVR (``include`` mask) the
+primitives predicted occluded in a tile are left out of that tile's signature (paper 003 sec.
+IV.B); see :mod:`pipeline_model.techniques.evr` for why that stays exact in this model.
+
+The CRC is the standard reflected CRC-32 (polynomial 0xEDB88320, the one of zlib), compiled with
+numba; ``tests/test_techniques_re.py`` checks it against :func:`zlib.crc32`.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "crc32",
+    "draw_state_bytes",
+    "triangle_bytes",
+    "triangle_crcs",
+    "tile_signatures",
+    "RenderingElimination",
+]
+
+
+def _make_table() -> np.ndarray:
+    t = np.zeros(256, np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        t[i] = c
+    return t
+
+
+_TABLE = _make_table()
+
+
+@nb.njit(cache=True, inline="always")
+def _crc_update(crc, b, table):
+    return table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+
+
+@nb.njit(cache=True)
+def _crc_bytes(data, init, table):
+    c = np.uint32(init) ^ np.uint32(0xFFFFFFFF)
+    for i in range(data.shape[0]):
+        c = _crc_update(c, np.uint32(data[i]), table)
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+def crc32(data, init: int = 0) -> int:
+    """CRC-32 of a bytes-like / uint8 array, continuing from ``init`` (same as ``zlib.crc32``)."""
+    a = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else \
+        np.ascontiguousarray(data).view(np.uint8).ravel()
+    return int(_crc_bytes(a, np.uint32(init), _TABLE))
+
+
+@nb.njit(cache=True)
+def _row_crcs(rows, init, table):
+    n = rows.shape[0]
+    out = np.empty(n, np.uint32)
+    for r in range(n):
+        c = np.uint32(init[r]) ^ np.uint32(0xFFFFFFFF)
+        for i in range(rows.shape[1]):
+            c = _crc_update(c, np.uint32(rows[r, i]), table)
+        out[r] = c ^ np.uint32(0xFFFFFFFF)
+    return out
+
+
+def _as_bytes(a, n) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(n, -1).view(np.uint8).reshape(n, -1)
+
+
+def draw_state_bytes(frame) -> np.ndarray:
+    """(D, 48) uint8: the render state of each draw that RE folds into its primitives' CRC."""
+    d = frame.n_draws
+    return np.concatenate([
+        _as_bytes(frame.object_id.astype(np.int32), d),
+        _as_bytes(frame.depth_test.astype(np.uint8), d),
+        _as_bytes(frame.depth_write.astype(np.uint8), d),
+        _as_bytes(frame.blend.astype(np.uint8), d),
+        _as_bytes(frame.colour_kind.astype(np.int8), d),
+        _as_bytes(frame.alpha.astype(np.float32), d),
+        _as_bytes(frame.shader_cost.astype(np.float32), d),
+        _as_bytes(frame.colour_params.astype(np.float32), d),
+    ], axis=1)
+
+
+def triangle_bytes(frame) -> np.ndarray:
+    """(N, 112) uint8: the post-transform attributes of each triangle."""
+    n = frame.n_triangles
+    return np.concatenate([
+        _as_bytes(frame.xy, n), _as_bytes(frame.z, n), _as_bytes(frame.inv_w, n),
+        _as_bytes(frame.uv, n), _as_bytes(frame.shade, n), _as_bytes(frame.prim, n),
+    ], axis=1)
+
+
+def triangle_crcs(frame) -> np.ndarray:
+    """CRC32 per triangle (N,) uint32 over its draw's state then its own attributes."""
+    if frame.n_triangles == 0:
+        return np.zeros(0, np.uint32)
+    zeros = np.zeros(frame.n_draws, np.uint32)
+    draw_crc = _row_crcs(draw_state_bytes(frame), zeros, _TABLE)
+    return _row_crcs(triangle_bytes(frame), draw_crc[frame.draw], _TABLE)
+
+
+@nb.njit(cache=True)
+def _tile_sigs(offsets, tri, tri_crc, include, use_mask, table):
+    n_tiles = offsets.shape[0] - 1
+    out = np.empty(n_tiles, np.uint32)
+    for t in range(n_tiles):
+        c = np.uint32(0xFFFFFFFF)
+        for i in range(offsets[t], offsets[t + 1]):
+            if use_mask and not include[i]:
+                continue
+            v = tri_crc[tri[i]]
+            for k in range(4):
+                c = _crc_update(c, (v >> np.uint32(8 * k)) & np.uint32(0xFF), table)
+        out[t] = c ^ np.uint32(0xFFFFFFFF)
+    return out
+
+
+def tile_signatures(offsets, tri, tri_crc, include=None) -> np.ndarray:
+    """Per-tile signature (n_tiles,) uint32: CRC32 over the little-endian CRCs of the tile's
+    primitives in bin order; entries with ``include[i] == False`` (per CSR entry) are left out."""
+    offsets = np.asarray(offsets, np.int64)
+    use_mask = include is not None
+    inc = np.asarray(include, np.bool_) if use_mask else np.ones(1, np.bool_)
+    return _tile_sigs(offsets, np.asarray(tri), np.asarray(tri_crc, np.uint32), inc, use_mask,
+                      _TABLE)
+
+
+class RenderingElimination:
+    """The Signature Buffer: last rendered signature per tile, and the skip decision.
+
+    ``decide(sig)`` returns the tiles to skip this frame (equal to the stored signature);
+    ``commit(reference, rendered)`` stores, for rendered tiles, the signature the next frame is
+    compared with (for plain RE the same ``sig``; EVR+RE passes a recomputed one).
+    """
+
+    def __init__(self):
+        self.signature: np.ndarray | None = None
+        self.valid: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.signature = None
+        self.valid = None
+
+    def decide(self, sig: np.ndarray) -> np.ndarray:
+        if self.signature is None or self.signature.shape != sig.shape:
+            return np.zeros(sig.shape, np.bool_)
+        return self.valid & (sig == self.signature)
+
+    def commit(self, reference: np.ndarray, rendered: np.ndarray) -> None:
+        if self.signature is None or self.signature.shape != reference.shape:
+            self.signature = reference.copy()
+            self.valid = rendered.copy()
+            return
+        self.signature = np.where(rendered, reference, self.signature)
+        self.valid = self.valid | rendered

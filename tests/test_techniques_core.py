@@ -1,0 +1,231 @@
+"""Unit tests of the technique cores (VRO, EVR, RE, DSR, MSSIM) on hand-made inputs."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from pipeline_model import quality
+from pipeline_model.frame import FrameGeometry
+from pipeline_model.techniques import dsr, evr, re as rel, vro
+
+
+# ------------------------------------------------------------------------------- VRO
+def test_graph_first_relation_wins_and_self_ignored():
+    g = vro.VisibilityGraph.from_pairs([1, 2, 3], [(1, 2), (2, 1), (3, 3), (1, 2), (2, 3)])
+    assert g.n_nodes == 3 and g.n_edges == 2
+    assert g.children[1] == [2] and g.children[2] == [3]
+    assert (g.self_edges_ignored, g.reverse_edges_ignored, g.duplicate_edges_ignored) == (1, 1, 1)
+    assert g.in_degree == {1: 0, 2: 1, 3: 1}
+
+
+def test_kahn_dag_is_topological():
+    # 4 -> 2 -> 1, 4 -> 3 ; program order 1,2,3,4
+    g = vro.VisibilityGraph.from_pairs([1, 2, 3, 4], [(4, 2), (2, 1), (4, 3)])
+    r = vro.kahn_sort(g)
+    assert r.order == [4, 2, 3, 1]
+    assert r.heuristic_firings == 0
+
+
+def test_kahn_cycle_heuristic_picks_program_order_min_indegree():
+    # three-object cycle 1 -> 2 -> 3 -> 1 plus 4 -> 3 (3 has in-degree 2)
+    g = vro.VisibilityGraph.from_pairs([1, 2, 3, 4], [(1, 2), (2, 3), (3, 1), (4, 3)])
+    r = vro.kahn_sort(g)
+    # root 4 first; then 3 still has in-degree 1 (from 2): cycle 1,2,3 all at in-degree 1 ->
+    # heuristic takes the first in program order: 1.
+    assert r.order == [4, 1, 2, 3]
+    assert r.heuristic_firings == 1
+    assert sorted(r.order) == [1, 2, 3, 4]
+
+
+def test_kahn_all_nodes_once_on_random_graphs():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 30))
+        pairs = rng.integers(0, n, size=(int(rng.integers(0, 80)), 2))
+        g = vro.VisibilityGraph.from_pairs(range(n), pairs)
+        r = vro.kahn_sort(g)
+        assert sorted(r.order) == list(range(n))
+        pos = {o: i for i, o in enumerate(r.order)}
+        if r.heuristic_firings == 0:  # a DAG: every edge respected
+            assert all(pos[a] < pos[b] for a, ch in g.children.items() for b in ch)
+
+
+def _frame(n_draws, draws, **state):
+    xy = np.tile(np.array([[[0, 0], [16, 0], [0, 16]]], float), (len(draws), 1, 1))
+    return FrameGeometry.from_screen_triangles(xy, draw=np.array(draws), width=16, height=16,
+                                               **state)
+
+
+def test_vro_tile_order_barriers_and_new_objects():
+    # draws: 0 opaque, 1 opaque, 2 blend (barrier), 3 opaque, 4 opaque
+    f = _frame(5, [0, 0, 1, 2, 3, 4],
+               object_id=[10, 11, 12, 13, 14], blend=[False, False, True, False, False])
+    rank = vro.object_ranks(f, [14, 11, 10])  # 12, 13 new: after the sorted ones
+    assert rank.tolist() == [2, 1, 3, 4, 0]
+    offs = np.array([0, 6])
+    tri = np.arange(6, dtype=np.int32)
+    out = vro.tile_order(offs, tri, f.draw, rank, vro.free_draws(f))
+    # segment [0,1,2] sorted by rank (draw 1 before draw 0, draw 0's two tris keep order),
+    # blend stays at 3, segment [4,5] sorted: draw 4 (rank 0) before draw 3 (rank 4)
+    assert out.tolist() == [2, 0, 1, 3, 5, 4]
+
+
+# ------------------------------------------------------------------------------- EVR
+def test_layer_generator_table():
+    # per tile sequence of draws: W0 W0 W1 N2 N3 W4 W5 N6  (W = WOZ, N = NWOZ)
+    woz = np.array([1, 1, 0, 0, 1, 1, 0], bool)
+    draw = np.array([0, 0, 1, 2, 3, 4, 5, 6], np.int32)
+    tri = np.arange(8, dtype=np.int32)
+    lay = evr.assign_layers(np.array([0, 8]), tri, draw, woz)
+    assert lay.tolist() == [1, 1, 1, 2, 3, 4, 4, 5]
+
+
+def test_two_list_reorder_algorithm1():
+    # Figure 4 of paper 003: N, W(v,o,v,o), N, W(o,v)
+    draw = np.array([0, 1, 1, 1, 1, 2, 3, 3], np.int32)
+    woz = np.array([0, 1, 0, 1], bool)
+    occ = np.array([0, 0, 1, 0, 1, 0, 1, 0], bool)
+    tri = np.arange(8, dtype=np.int32)
+    out = evr.reorder_two_lists(np.array([0, 8]), tri, draw, woz, occ)
+    assert out.tolist() == [0, 1, 3, 2, 4, 5, 7, 6]
+
+
+def test_prediction_and_fvp_from_buffers():
+    # one 16x16 tile; tri 0 WOZ near (z=0.2) covers everything, tri 1 WOZ far (z=0.8)
+    draw = np.array([0, 1], np.int32)
+    woz = np.array([1, 1], bool)
+    tri = np.array([0, 1], np.int32)
+    offs = np.array([0, 2])
+    lay = evr.assign_layers(offs, tri, draw, woz)
+    depth = np.full((16, 16), 0.2, np.float32)
+    depth[0, 0] = 0.3
+    lw = np.zeros((16, 16), np.int32)
+    fvp = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lw, 1, 16)
+    assert fvp.zfar[0] == np.float32(0.3) and not fvp.is_layer[0] and fvp.lfar[0] == 1
+    znear = np.array([0.2, 0.8], np.float32)
+    occ = evr.predict_occluded(offs, tri, draw, lay, znear, woz, fvp)
+    assert occ.tolist() == [False, True]
+    # NWOZ HUD (layer 2) written last everywhere: FVP becomes a layer, WOZ tri below predicted
+    draw2 = np.array([0, 1, 2], np.int32)
+    woz2 = np.array([1, 1, 0], bool)
+    tri2 = np.array([0, 1, 2], np.int32)
+    offs2 = np.array([0, 3])
+    lay2 = evr.assign_layers(offs2, tri2, draw2, woz2)
+    assert lay2.tolist() == [1, 1, 2]
+    lw2 = np.full((16, 16), 2, np.int32)
+    fvp2 = evr.fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
+    assert fvp2.is_layer[0] and fvp2.lfar[0] == 2
+    occ2 = evr.predict_occluded(offs2, tri2, draw2, lay2, np.zeros(3, np.float32), woz2, fvp2)
+    assert occ2.tolist() == [True, True, False]
+    # an uncovered pixel (-1) makes Lfar 0: nothing predicted by layers
+    lw2[3, 3] = -1
+    fvp3 = evr.fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
+    assert fvp3.lfar[0] == 0 and not fvp3.is_layer[0]
+
+
+def test_re_exclusion_guards():
+    # tile with HUD (depth test off) above WOZ: layer exclusion allowed
+    f = _frame(3, [0, 1, 2], depth_test=[True, True, False], depth_write=[True, True, False])
+    offs, tri = np.array([0, 3]), np.arange(3, dtype=np.int32)
+    lay = evr.assign_layers(offs, tri, f.draw, evr.woz_draws(f))
+    fvp = evr.FVPTable(np.array([0.5], np.float32), np.array([2], np.int32), np.array([True]))
+    zn = np.zeros(3, np.float32)
+    assert evr.re_exclusion(offs, tri, f, lay, zn, fvp).tolist() == [True, True, False]
+    # same but the overlay is depth-tested (could be pierced): nothing left out
+    g = f.with_draw_state(depth_test=[True, True, True])
+    assert not evr.re_exclusion(offs, tri, g, lay, zn, fvp).any()
+    # Z rule with margin and the translucent-depth-writer guard
+    fz = evr.FVPTable(np.array([0.5], np.float32), np.array([1], np.int32), np.array([False]))
+    zn = np.array([0.6, 0.5000001, 0.9], np.float32)
+    h = f.with_draw_state(depth_test=True, depth_write=True)
+    assert evr.re_exclusion(offs, tri, h, lay, zn, fz).tolist() == [True, False, True]
+    hb = h.with_draw_state(blend=[False, False, True])
+    assert not evr.re_exclusion(offs, tri, hb, lay, zn, fz).any()
+
+
+# -------------------------------------------------------------------------------- RE
+def test_crc32_matches_zlib():
+    data = np.random.default_rng(0).integers(0, 256, 1000, dtype=np.uint8)
+    assert rel.crc32(data) == zlib.crc32(data.tobytes())
+    assert rel.crc32(data[:7], 99) == zlib.crc32(data[:7].tobytes(), 99)
+
+
+def test_triangle_crc_and_tile_signatures():
+    f = _frame(2, [0, 0, 1])
+    c = rel.triangle_crcs(f)
+    ds = rel.draw_state_bytes(f)
+    tb = rel.triangle_bytes(f)
+    assert c[2] == zlib.crc32(tb[2].tobytes(), zlib.crc32(ds[1].tobytes()))
+    offs = np.array([0, 3, 3, 5])
+    tri = np.array([0, 1, 2, 2, 0], np.int32)
+    s = rel.tile_signatures(offs, tri, c)
+    assert s[0] == zlib.crc32(c[[0, 1, 2]].astype("<u4").tobytes())
+    assert s[1] == 0
+    masked = rel.tile_signatures(offs, tri, c, include=np.array([1, 0, 1, 1, 1], bool))
+    assert masked[0] == zlib.crc32(c[[0, 2]].astype("<u4").tobytes()) and masked[2] == s[2]
+    # any attribute change changes the triangle's CRC; state changes too
+    g = f.replace(shade=f.shade.copy())
+    g.shade[1, 2] = 0.5
+    assert (rel.triangle_crcs(g) != c).tolist() == [False, True, False]
+    h = f.with_draw_state(colour_params=np.where(np.arange(8) == 7, 1.0, f.colour_params))
+    assert (rel.triangle_crcs(h) != c).all()
+
+
+def test_rendering_elimination_signature_buffer():
+    r = rel.RenderingElimination()
+    s1 = np.array([1, 2, 3], np.uint32)
+    assert not r.decide(s1).any()
+    r.commit(s1, np.ones(3, bool))
+    s2 = np.array([1, 5, 3], np.uint32)
+    skip = r.decide(s2)
+    assert skip.tolist() == [True, False, True]
+    r.commit(s2, ~skip)
+    assert r.decide(s2).all()
+
+
+# ------------------------------------------------------------------------------- DSR
+def test_maxc_ignores_low_diagonals():
+    c = np.zeros((1, 16, 16))
+    c[0, 0, 0] = 1000.0
+    c[0, 1, 2] = -7.0   # diagonal 3
+    c[0, 10, 10] = 2.0  # diagonal 20
+    dm = dsr.diagonal_max(c)
+    assert dsr.maxc(dm, 0)[0] == 1000 and dsr.maxc(dm, 1)[0] == 7
+    assert dsr.maxc(dm, 4)[0] == 2 and dsr.maxc(dm, 21)[0] == 0
+
+
+def test_fsm_transitions():
+    p = dsr.DSRParams(reduce=((5, 2),) * 4, increase=((50, 2),) * 3)
+    st = np.arange(5, dtype=np.int8)
+    low = np.zeros((5, 31))
+    assert dsr.fsm_step(st, low, p).tolist() == [1, 2, 3, 4, 3]
+    high = np.full((5, 31), 100.0)
+    assert dsr.fsm_step(st, high, p).tolist() == [0, 0, 1, 2, 3]
+    mid = np.full((5, 31), 20.0)
+    assert dsr.fsm_step(st, mid, p).tolist() == [0, 1, 2, 3, 3]
+
+
+def test_dct_flat_tile_has_only_dc():
+    img = np.full((16, 32, 3), 77, np.uint8)
+    c = dsr.tile_dct(img)
+    assert c.shape == (2, 16, 16)
+    assert np.isclose(c[0, 0, 0], 16 * 77) and np.abs(c[:, 1:, :]).max() < 1e-9
+
+
+def test_samples_per_pixel():
+    assert dsr.samples_per_pixel(np.zeros(3600), 1196, 768) == 1.0
+    assert dsr.samples_per_pixel(np.full(4, 1), 32, 32) == 0.25
+
+
+# --------------------------------------------------------------------------- quality
+def test_mssim_identity_and_damage():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (64, 80, 3), dtype=np.uint8)
+    assert quality.mssim(a, a) == pytest.approx(1.0)
+    b = a.copy()
+    b[:32] = 0
+    assert quality.mssim(b, a) < 0.8
+    assert quality.mssim(b, a, channel="rgb") < 0.8
+    with pytest.raises(ValueError):
+        quality.mssim(a[:10], a)
