@@ -1,0 +1,400 @@
+"""Geometry stage of the TBR pipeline model: vertex shading count, transform, clipping, culling.
+
+One :class:`~pipeline_model.scene.FrameSpec` (draw calls) in, one
+:class:`~pipeline_model.frame.FrameGeometry` (screen triangles in program order) out, as the
+Geometry Pipeline of a Mali-like GPU does it (paper 000 sec. 4.1, paper 003 sec. II):
+
+1. **Vertex shading.** Each draw's index buffer is run through the batch/cache model of
+   :func:`meshopt_batch.reuse.predict` under a profile; the predicted invocations are the
+   draw's ``vertex_invocations``.  The default profile is ``fifo:16``: Mali Utgard/Midgard
+   GPUs (the papers' baseline, Table 2) keep post-transform vertices in a small FIFO-like
+   cache rather than NVIDIA-style batches, and the 4 KB vertex cache of Table 2 holds a few
+   dozen 64-byte lines -- 16 vertices is a conservative reading.  Any profile of
+   :mod:`meshopt_batch.profiles` can be given.  Meshes do not change between frames, so the
+   prediction is cached per (mesh, optimizer, profile).
+2. **Triangle order.** The index order is the mesh's, or the one a mesh optimizer
+   (``optimizer="forsyth" | "tipsify" | "batch" | ...``, :func:`meshopt_batch.optimizers.optimize`)
+   produces; it changes step 1's count and the raster stage's intra-object overdraw.
+3. **Transform** ``clip = P * V * M * p`` (float64), per-vertex directional light for lit draws
+   (``shade = ambient + (1 - ambient) * max(0, n . l)``, else 1).
+4. **Clipping** in homogeneous space against the near (``z >= -w``) and far (``z <= w``) planes
+   and a guard band (``guard_band`` pixels beyond each screen edge, so window coordinates
+   stay well inside the rasterizer's fixed-point range).  Triangles wholly outside one
+   frustum or viewport plane are dropped (counted as culled); triangles crossing a clip plane
+   are clipped (Sutherland-Hodgman, new vertices always interpolated from the inside vertex
+   so a shared edge gives the same vertex in both neighbours) and the polygon is emitted as a
+   fan in place of the original triangle.
+5. **Viewport** to window pixels (origin top-left, y down), depth ``z_w = z/w * 0.5 + 0.5``,
+   positions snapped to 1/256 pixel (:func:`pipeline_model.frame.snap_to_subpixel`).
+6. **Face culling** on the snapped positions: GL's counter-clockwise front face (seen with y
+   up), so with y down a front face has negative signed area.  Zero-area triangles are
+   always dropped (they cover no pixel centre).
+
+Everything is vectorised over all triangles of a draw; the few triangles that need clipping
+go through one compiled (numba) loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.mesh import Mesh
+
+from .frame import FrameGeometry, snap_to_subpixel
+
+__all__ = ["DEFAULT_PROFILE", "PreparedMesh", "GeometryStage", "optimize_triangles",
+           "available_optimizers"]
+
+DEFAULT_PROFILE = "fifo:16"
+DEFAULT_GUARD_BAND = 4096.0
+
+# outcode bits
+_NEAR, _FAR, _GL, _GR, _GB, _GT, _VL, _VR, _VB, _VT = (1 << i for i in range(10))
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedMesh:
+    """A mesh as submitted: (possibly optimized) index order and its vertex-shader count."""
+
+    name: str
+    positions: np.ndarray      # (V, 4) float64 homogeneous
+    normals: np.ndarray        # (V, 3) float64
+    uv: np.ndarray             # (V, 2) float32
+    triangles: np.ndarray      # (T, 3) int64 submitted index order
+    invocations: int           # meshopt_batch.reuse.predict under the profile
+    optimizer: str | None
+    profile: str
+
+    @property
+    def triangle_count(self) -> int:
+        return int(self.triangles.shape[0])
+
+
+def available_optimizers() -> list[str]:
+    """Names the mesh optimizer module offers (empty when it is not installed)."""
+    try:
+        from meshopt_batch import optimizers
+    except ImportError:
+        return []
+    for attr in ("METHODS", "available_methods", "OPTIMIZERS"):
+        v = getattr(optimizers, attr, None)
+        if callable(v):
+            v = v()
+        if v:
+            return sorted(v)
+    return []
+
+
+def optimize_triangles(mesh: Mesh, method: str, profile: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Run ``meshopt_batch.optimizers.optimize``; returns (triangles, vertex remap or None).
+
+    A remap (the batch optimizer's 16-bit boundary step may duplicate vertices) gives, for
+    every vertex of the new vertex buffer, the index of the source vertex it copies.
+    """
+    try:
+        from meshopt_batch.optimizers import optimize
+    except ImportError as exc:
+        raise MeshoptBatchError(f"mesh optimizer {method!r} unavailable: meshopt_batch.optimizers "
+                                f"cannot be imported ({exc})") from None
+    try:
+        out = optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
+    except TypeError:
+        out = optimize(mesh.triangles, mesh.vertex_count, method=method)
+    remap = None
+    if isinstance(out, Mesh):
+        tris = out.triangles
+        remap = out.meta.get("vertex_remap") if out.vertex_count != mesh.vertex_count else None
+    elif isinstance(out, tuple):
+        tris = out[0]
+        remap = out[1] if len(out) > 1 else None
+    elif hasattr(out, "triangles"):
+        tris = out.triangles
+        remap = getattr(out, "remap", None) or getattr(out, "vertex_remap", None)
+    else:
+        tris = out
+    tris = np.asarray(tris, np.int64).reshape(-1, 3)
+    if remap is not None:
+        remap = np.asarray(remap, np.int64)
+        if len(remap) == mesh.vertex_count and np.array_equal(remap, np.arange(len(remap))):
+            remap = None
+    if tris.shape[0] != mesh.triangle_count:
+        raise MeshoptBatchError(f"optimizer {method!r} returned {tris.shape[0]} triangles for "
+                                f"{mesh.triangle_count}")
+    return tris, remap
+
+
+class GeometryStage:
+    """The geometry pipeline; holds the per-mesh cache (one instance per simulation run).
+
+    Parameters
+    ----------
+    profile : str or Profile
+        Vertex-reuse profile for :func:`meshopt_batch.reuse.predict` (default ``fifo:16``).
+    optimizer : str or None
+        Mesh optimizer applied to every draw's index buffer before submission.
+    guard_band : float
+        Pixels beyond each screen edge where triangles are clipped in x and y.
+    """
+
+    def __init__(self, profile=DEFAULT_PROFILE, optimizer: str | None = None,
+                 guard_band: float = DEFAULT_GUARD_BAND):
+        from meshopt_batch.profiles import get_profile
+
+        self.profile = get_profile(profile)
+        self.optimizer = optimizer or None
+        self.guard_band = float(guard_band)
+        self._cache: dict[int, tuple[Mesh, PreparedMesh]] = {}
+
+    # ------------------------------------------------------------------ meshes
+    def prepare(self, mesh: Mesh) -> PreparedMesh:
+        """Submitted index order + predicted invocations of a mesh (cached)."""
+        hit = self._cache.get(id(mesh))
+        if hit is not None and hit[0] is mesh:
+            return hit[1]
+        from meshopt_batch.reuse import predict
+
+        tris = np.asarray(mesh.triangles, np.int64)
+        pos = np.asarray(mesh.positions, np.float64)
+        nrm = np.asarray(mesh.attributes.get("normal", np.zeros((mesh.vertex_count, 3))), np.float64)
+        uv = np.asarray(mesh.attributes.get("uv", np.zeros((mesh.vertex_count, 2))), np.float32)
+        if self.optimizer:
+            tris, remap = optimize_triangles(mesh, self.optimizer, self.profile.name)
+            if remap is not None:
+                pos, nrm, uv = pos[remap], nrm[remap], uv[remap]
+        vcount = pos.shape[0]
+        inv = predict(tris, self.profile, vertex_count=vcount).invocations if len(tris) else 0
+        prepared = PreparedMesh(
+            name=mesh.name,
+            positions=np.concatenate([pos, np.ones((vcount, 1))], axis=1),
+            normals=nrm,
+            uv=uv,
+            triangles=tris,
+            invocations=int(inv),
+            optimizer=self.optimizer,
+            profile=self.profile.name,
+        )
+        self._cache[id(mesh)] = (mesh, prepared)
+        return prepared
+
+    # ------------------------------------------------------------------ frames
+    def process(self, spec, tile: int = 16) -> FrameGeometry:
+        """Run the geometry stage on one frame's draw calls."""
+        W, H = int(spec.width), int(spec.height)
+        D = len(spec.draws)
+        light = np.asarray(spec.light_direction, np.float64)
+        ln = np.linalg.norm(light)
+        light = light / ln if ln > 0 else np.array([0.0, 1.0, 0.0])
+        ambient = float(spec.ambient)
+        gx = 1.0 + 2.0 * self.guard_band / W
+        gy = 1.0 + 2.0 * self.guard_band / H
+
+        per_draw = {
+            "object_id": np.zeros(D, np.int32), "depth_test": np.zeros(D, bool),
+            "depth_write": np.zeros(D, bool), "blend": np.zeros(D, bool),
+            "alpha": np.zeros(D, np.float32), "shader_cost": np.zeros(D, np.float32),
+            "colour_kind": np.zeros(D, np.int8), "colour_params": np.zeros((D, 8), np.float32),
+            "vertex_invocations": np.zeros(D, np.int64), "triangles_in": np.zeros(D, np.int64),
+            "triangles_culled": np.zeros(D, np.int64), "triangles_clipped": np.zeros(D, np.int64),
+        }
+        clip_parts, uv_parts, sh_parts, draw_parts, prim_parts, cull_parts = [], [], [], [], [], []
+        for d, dr in enumerate(spec.draws):
+            st = dr.state
+            pm = self.prepare(dr.mesh)
+            per_draw["object_id"][d] = dr.object_id
+            per_draw["depth_test"][d] = st.depth_test
+            per_draw["depth_write"][d] = st.depth_write and st.depth_test
+            per_draw["blend"][d] = st.blend
+            per_draw["alpha"][d] = st.alpha
+            per_draw["shader_cost"][d] = st.shader_cost
+            per_draw["colour_kind"][d] = st.colour_code
+            per_draw["colour_params"][d] = st.colour_params()
+            per_draw["vertex_invocations"][d] = pm.invocations
+            per_draw["triangles_in"][d] = pm.triangle_count
+            if pm.triangle_count == 0:
+                continue
+            mvp = np.asarray(dr.proj, np.float64) @ np.asarray(dr.view, np.float64) @ np.asarray(dr.model, np.float64)
+            clip_v = pm.positions @ mvp.T                                   # (V, 4)
+            if st.lit or st.colour_kind == "lit":
+                m3 = np.asarray(dr.model, np.float64)[:3, :3]
+                try:
+                    nmat = np.linalg.inv(m3).T
+                except np.linalg.LinAlgError:
+                    nmat = m3
+                n = pm.normals @ nmat.T
+                nl = np.linalg.norm(n, axis=1)
+                nl[nl == 0] = 1.0
+                lam = np.maximum(0.0, (n @ light) / nl)
+                shade_v = (ambient + (1.0 - ambient) * lam).astype(np.float32)
+            else:
+                shade_v = np.ones(pm.positions.shape[0], np.float32)
+            t = pm.triangles
+            clip_parts.append(clip_v[t])
+            uv_parts.append(pm.uv[t])
+            sh_parts.append(shade_v[t])
+            draw_parts.append(np.full(len(t), d, np.int32))
+            prim_parts.append(np.arange(len(t), dtype=np.int32))
+            cull_parts.append(np.full(len(t), {"back": 1, "front": 2, "none": 0}[st.cull], np.int8))
+
+        if not clip_parts:
+            fg = FrameGeometry.empty(W, H, tile, 0)
+            return fg.replace(**per_draw)
+        clip = np.concatenate(clip_parts)          # (N, 3, 4)
+        uv = np.concatenate(uv_parts)              # (N, 3, 2)
+        shade = np.concatenate(sh_parts)           # (N, 3)
+        draw = np.concatenate(draw_parts)
+        prim = np.concatenate(prim_parts)
+        cullm = np.concatenate(cull_parts)
+        N = clip.shape[0]
+
+        x, y, z, w = clip[..., 0], clip[..., 1], clip[..., 2], clip[..., 3]
+        code = np.zeros((N, 3), np.int32)
+        code |= np.where(z < -w, _NEAR, 0)
+        code |= np.where(z > w, _FAR, 0)
+        code |= np.where(x < -gx * w, _GL, 0)
+        code |= np.where(x > gx * w, _GR, 0)
+        code |= np.where(y < -gy * w, _GB, 0)
+        code |= np.where(y > gy * w, _GT, 0)
+        code |= np.where(x < -w, _VL, 0)
+        code |= np.where(x > w, _VR, 0)
+        code |= np.where(y < -w, _VB, 0)
+        code |= np.where(y > w, _VT, 0)
+        rejected = (code[:, 0] & code[:, 1] & code[:, 2]) != 0
+        clip_mask = _NEAR | _FAR | _GL | _GR | _GB | _GT
+        needs_clip = ~rejected & (((code[:, 0] | code[:, 1] | code[:, 2]) & clip_mask) != 0)
+        simple = ~rejected & ~needs_clip
+
+        src_simple = np.nonzero(simple)[0]
+        src_clip = np.nonzero(needs_clip)[0]
+        cl_clip = clip[src_clip]
+        if len(src_clip):
+            attrs = np.concatenate([uv[src_clip].astype(np.float64), shade[src_clip][..., None]], axis=2)
+            planes = np.array([
+                [0, 0, 1, 1],      # near: z + w >= 0
+                [0, 0, -1, 1],     # far:  w - z >= 0
+                [1, 0, 0, gx],     # guard left:  x + gx w >= 0
+                [-1, 0, 0, gx],    # guard right
+                [0, 1, 0, gy],     # guard bottom
+                [0, -1, 0, gy],    # guard top
+            ], np.float64)
+            out_c, out_a, out_src = _clip_polygons(cl_clip, attrs, planes)
+            c_src = src_clip[out_src]
+            c_clip = out_c
+            c_uv = out_a[..., :2].astype(np.float32)
+            c_sh = out_a[..., 2].astype(np.float32)
+        else:
+            c_src = np.zeros(0, np.int64)
+            c_clip = np.zeros((0, 3, 4))
+            c_uv = np.zeros((0, 3, 2), np.float32)
+            c_sh = np.zeros((0, 3), np.float32)
+
+        # merge in program order: source triangle index, then fan order
+        src = np.concatenate([src_simple, c_src])
+        order = np.argsort(src, kind="stable")
+        src = src[order]
+        allc = np.concatenate([clip[src_simple], c_clip])[order]
+        alluv = np.concatenate([uv[src_simple], c_uv])[order]
+        allsh = np.concatenate([shade[src_simple], c_sh])[order]
+
+        # perspective divide, viewport, snap
+        wv = allc[..., 3]
+        inv_w = 1.0 / wv
+        xw = (allc[..., 0] * inv_w + 1.0) * 0.5 * W
+        yw = (1.0 - allc[..., 1] * inv_w) * 0.5 * H
+        zw = np.clip(allc[..., 2] * inv_w * 0.5 + 0.5, 0.0, 1.0).astype(np.float32)
+        xy = snap_to_subpixel(np.stack([xw, yw], axis=-1))
+        e1 = xy[:, 1] - xy[:, 0]
+        e2 = xy[:, 2] - xy[:, 0]
+        area = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]      # y down: front (CCW in GL) < 0
+        cm = cullm[src]
+        keep = (area != 0) & ~((cm == 1) & (area > 0)) & ~((cm == 2) & (area < 0))
+
+        # per-draw counters
+        Dn = D
+        tri_draw = draw
+        culled_src = np.ones(N, bool)            # a source triangle is culled when nothing survives
+        culled_src[src[keep]] = False
+        per_draw["triangles_culled"] = np.bincount(tri_draw[culled_src], minlength=Dn).astype(np.int64)
+        per_draw["triangles_clipped"] = np.bincount(tri_draw[src_clip], minlength=Dn).astype(np.int64)
+
+        sel = src[keep]
+        return FrameGeometry(
+            width=W, height=H, tile=tile,
+            xy=xy[keep], z=zw[keep], inv_w=inv_w[keep].astype(np.float32),
+            uv=alluv[keep], shade=np.clip(allsh[keep], 0.0, 1.0),
+            draw=draw[sel], prim=prim[sel],
+            validate_on_init=False,
+            **per_draw,
+        )
+
+
+@njit(cache=True)
+def _clip_polygons(clip, attrs, planes):
+    """Sutherland-Hodgman against ``planes`` (inside: dot(plane, v) >= 0); fans out.
+
+    Returns (out_clip (M, 3, 4), out_attrs (M, 3, A), source (M,)) with the fans of each input
+    triangle in order.
+    """
+    K = clip.shape[0]
+    A = attrs.shape[2]
+    P = planes.shape[0]
+    maxv = 3 + P
+    out_c = np.empty((K * (maxv - 2), 3, 4))
+    out_a = np.empty((K * (maxv - 2), 3, A))
+    out_s = np.empty(K * (maxv - 2), np.int64)
+    m = 0
+    pc = np.empty((maxv, 4))
+    pa = np.empty((maxv, A))
+    qc = np.empty((maxv, 4))
+    qa = np.empty((maxv, A))
+    for k in range(K):
+        n = 3
+        for i in range(3):
+            pc[i, :] = clip[k, i, :]
+            pa[i, :] = attrs[k, i, :]
+        for p in range(P):
+            if n == 0:
+                break
+            q = 0
+            for i in range(n):
+                j = (i + 1) % n
+                di = planes[p, 0] * pc[i, 0] + planes[p, 1] * pc[i, 1] + planes[p, 2] * pc[i, 2] + planes[p, 3] * pc[i, 3]
+                dj = planes[p, 0] * pc[j, 0] + planes[p, 1] * pc[j, 1] + planes[p, 2] * pc[j, 2] + planes[p, 3] * pc[j, 3]
+                ini = di >= 0.0
+                inj = dj >= 0.0
+                if ini:
+                    qc[q, :] = pc[i, :]
+                    qa[q, :] = pa[i, :]
+                    q += 1
+                if ini != inj:
+                    # interpolate from the inside vertex towards the outside one
+                    if ini:
+                        t = di / (di - dj)
+                        for c in range(4):
+                            qc[q, c] = pc[i, c] + t * (pc[j, c] - pc[i, c])
+                        for c in range(A):
+                            qa[q, c] = pa[i, c] + t * (pa[j, c] - pa[i, c])
+                    else:
+                        t = dj / (dj - di)
+                        for c in range(4):
+                            qc[q, c] = pc[j, c] + t * (pc[i, c] - pc[j, c])
+                        for c in range(A):
+                            qa[q, c] = pa[j, c] + t * (pa[i, c] - pa[j, c])
+                    q += 1
+            n = q
+            for i in range(n):
+                pc[i, :] = qc[i, :]
+                pa[i, :] = qa[i, :]
+        for i in range(1, n - 1):
+            out_c[m, 0, :] = pc[0, :]
+            out_c[m, 1, :] = pc[i, :]
+            out_c[m, 2, :] = pc[i + 1, :]
+            out_a[m, 0, :] = pa[0, :]
+            out_a[m, 1, :] = pa[i, :]
+            out_a[m, 2, :] = pa[i + 1, :]
+            out_s[m] = k
+            m += 1
+    return out_c[:m], out_a[:m], out_s[:m]

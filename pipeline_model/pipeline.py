@@ -1,0 +1,439 @@
+"""The frame loop of the TBR pipeline model: scene -> geometry -> tiling -> raster per technique.
+
+:func:`simulate` runs a scene for a number of frames.  Per frame, the geometry stage
+(:mod:`pipeline_model.geometry`) and the polygon list builder (:mod:`pipeline_model.binning`)
+run **once** and their output is shared by every technique of the run; each technique then
+renders the frame through the raster stage (:func:`pipeline_model.raster.render_frame`) with
+the options it asks for (:class:`~pipeline_model.techniques.base.RenderRequest`), and learns
+from the result for the next frame (:mod:`pipeline_model.techniques.base` describes the
+hooks).  Counters and the cycle/energy estimate come from :mod:`pipeline_model.stats`.
+
+Example::
+
+    from pipeline_model.pipeline import simulate
+    run = simulate("city-unordered", ["baseline", "dr", "oracle"], frames=20)
+    print(run.totals[["fragments_shaded", "overshading", "cycles", "energy"]])
+    run.to_json()            # the object `meshopt-batch simulate --json` prints
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from meshopt_batch.errors import MeshoptBatchError
+
+from . import stats as _stats
+from .geometry import DEFAULT_PROFILE, GeometryStage
+from .scene import Scene, load_scene
+from .techniques import create as _create_technique
+from .techniques.base import RenderRequest
+
+__all__ = ["FrameContext", "SimulationResult", "simulate", "save_png", "JSON_COUNTERS"]
+
+#: Counters every technique entry and per-frame row of the JSON output carries (issue 6).
+JSON_COUNTERS = ("vertex_invocations", "fragments_rasterized", "fragments_shaded", "overshading",
+                 "tiles_rendered", "tiles_skipped", "cycles", "energy")
+
+
+def _raster():
+    from . import raster  # the raster stage (compiled); imported on first use
+
+    return raster
+
+
+def _binning():
+    from . import binning
+
+    return binning
+
+
+class FrameContext:
+    """One frame as the techniques see it (shared by all techniques of the frame).
+
+    Attributes
+    ----------
+    index : int                   frame number
+    spec : FrameSpec              the scene's draw calls for this frame
+    frame : FrameGeometry         geometry-stage output (program order)
+    tiles : TileLists             binning output (program order per tile)
+    previous_colour : ndarray     this technique's final colours of the previous frame (or None)
+    shared : dict                 per-frame cache shared by the techniques (baseline result...)
+    """
+
+    def __init__(self, index: int, spec, frame, tiles, clear=(0.0, 0.0, 0.0)):
+        self.index = int(index)
+        self.spec = spec
+        self.frame = frame
+        self.tiles = tiles
+        self.clear = tuple(clear)
+        self.previous_colour: np.ndarray | None = None
+        self.technique: str | None = None
+        self.shared: dict[str, Any] = {}
+        self.raster_seconds = 0.0
+
+    # --------------------------------------------------------------- raster
+    def render(self, request: RenderRequest | None = None, **kwargs) -> Any:
+        """Run the raster stage on this frame (the baseline render is shared, not redone)."""
+        request = request or RenderRequest()
+        if request.is_default() and not kwargs and "baseline" in self.shared:
+            return self.shared["baseline"]
+        kw = request.raster_kwargs()
+        kw.update(kwargs)
+        if kw.get("skip") is not None and "previous_colour" not in kw and self.previous_colour is not None:
+            kw["previous_colour"] = self.previous_colour
+        result = self._render(**kw)
+        if request.is_default() and not kwargs:
+            self.shared["baseline"] = result
+        return result
+
+    def _render(self, **kw):
+        raster = _raster()
+        fn = raster.render_frame
+        params = _accepted_params(fn)
+        if "clear_colour" in params and "clear_colour" not in kw:
+            kw["clear_colour"] = self.clear
+        elif "clear" in params and "clear" not in kw:
+            kw["clear"] = self.clear
+        t0 = time.perf_counter()
+        result = fn(self.frame, self.tiles, **kw)
+        self.raster_seconds += time.perf_counter() - t0
+        return result
+
+    def baseline(self):
+        """The frame rendered in program order at full rate (computed once per frame)."""
+        if "baseline" not in self.shared:
+            self.shared["baseline"] = self._render()
+        return self.shared["baseline"]
+
+    def final_depth(self) -> np.ndarray:
+        """The frame's final depth buffer (float32 H x W), from the baseline render."""
+        return np.asarray(self.baseline().depth, np.float32)
+
+
+_PARAMS_CACHE: dict[int, frozenset] = {}
+
+
+def _accepted_params(fn) -> frozenset:
+    key = id(fn)
+    if key not in _PARAMS_CACHE:
+        try:
+            _PARAMS_CACHE[key] = frozenset(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            _PARAMS_CACHE[key] = frozenset()
+    return _PARAMS_CACHE[key]
+
+
+@dataclass
+class SimulationResult:
+    """Counters of a run (pandas DataFrames), summaries, optional images and GL check."""
+
+    scene: str
+    frames: int
+    first_frame: int
+    width: int
+    height: int
+    tile: int
+    techniques: list
+    optimizer: str | None
+    profile: str
+    rows: list = field(default_factory=list)                 # per-frame dicts
+    summaries: dict = field(default_factory=dict)            # technique -> summary() dict
+    aggregates: dict = field(default_factory=dict)           # technique -> {counter: how}
+    images: dict = field(default_factory=dict)               # technique -> [colour arrays]
+    gl_check: dict | None = None
+    timings: dict = field(default_factory=dict)
+    fallbacks: list = field(default_factory=list)
+    costs: dict = field(default_factory=dict)
+
+    @property
+    def per_frame(self):
+        """pandas DataFrame, one row per (technique, frame)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def technique_totals(self, name: str) -> dict:
+        rows = [r for r in self.rows if r["technique"] == name]
+        tot = _stats.totals(rows)
+        how = self.aggregates.get(name, {})
+        for k, mode in how.items():
+            vals = [r[k] for r in rows if r.get(k) is not None]
+            if not vals:
+                continue
+            if mode == "mean":
+                tot[k] = float(np.mean(vals))
+            elif mode == "min":
+                tot[k] = float(np.min(vals))
+            elif mode == "max":
+                tot[k] = float(np.max(vals))
+            elif mode == "last":
+                tot[k] = vals[-1]
+        tot.update(self.summaries.get(name, {}))
+        return tot
+
+    @property
+    def totals(self):
+        """pandas DataFrame, one row per technique (summed counters, ratios recomputed)."""
+        import pandas as pd
+
+        return pd.DataFrame({name: self.technique_totals(name) for name in self.techniques}).T
+
+    def to_json(self) -> dict:
+        """The ``meshopt-batch simulate --json`` object (issue 6 contract, plus extras)."""
+        out: dict[str, Any] = {
+            "scene": self.scene,
+            "frames": self.frames,
+            "first_frame": self.first_frame,
+            "width": self.width,
+            "height": self.height,
+            "tile": self.tile,
+            "optimizer": self.optimizer,
+            "profile": self.profile,
+            "techniques": {name: _jsonable(self.technique_totals(name)) for name in self.techniques},
+            "per_frame": [_jsonable(r) for r in self.rows],
+        }
+        if self.fallbacks:
+            out["mesh_fallbacks"] = list(self.fallbacks)
+        if self.gl_check is not None:
+            out["gl_check"] = _jsonable(self.gl_check)
+        out["timings"] = _jsonable(self.timings)
+        return out
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        v = float(x)
+        return v if np.isfinite(v) else None
+    if isinstance(x, float):
+        return x if np.isfinite(x) else None
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    return x
+
+
+def save_png(path: "str | Path", colour: np.ndarray) -> None:
+    """Write an (H, W, 3) uint8 image as a lossless PNG."""
+    from PIL import Image
+
+    a = np.asarray(colour)
+    if a.dtype != np.uint8:
+        a = np.clip(a, 0, 255).astype(np.uint8)
+    Image.fromarray(np.ascontiguousarray(a[..., :3])).save(str(path), format="PNG", optimize=False)
+
+
+def simulate(scene: "str | Path | Scene | dict",
+             techniques: "Sequence[str | Any]" = ("baseline",),
+             frames: int | None = None,
+             optimizer: str | None = None,
+             profile: Any = DEFAULT_PROFILE,
+             width: int | None = None,
+             height: int | None = None,
+             tile: int = 16,
+             progress: bool | None = None,
+             costs: Any = None,
+             images_dir: "str | Path | None" = None,
+             keep_images: bool = False,
+             image_callback: Callable[[str, int, np.ndarray], None] | None = None,
+             check_gl: bool = False,
+             check_images: bool = False,
+             first_frame: int = 0,
+             technique_options: dict | None = None,
+             guard_band: float | None = None) -> SimulationResult:
+    """Run ``scene`` for ``frames`` frames under every technique and count the work.
+
+    Parameters
+    ----------
+    scene : shipped scene name, JSON/glTF path, :class:`~pipeline_model.scene.Scene` or dict
+    techniques : names (see :func:`pipeline_model.techniques.available`) or technique objects
+    frames : number of frames (default: the scene's own count), starting at ``first_frame``
+    optimizer : mesh optimizer applied to every mesh's index buffer (``forsyth``, ``batch``...)
+    profile : vertex-reuse profile for the vertex-shader count (default ``fifo:16``)
+    width, height, tile : screen and tile size (default: the scene's size, 16)
+    progress : tqdm bar on stderr (None: only when stderr is a terminal)
+    costs : cost-table overrides (JSON path or mapping), see :mod:`pipeline_model.stats`
+    images_dir : write every final frame as ``DIR/<technique>_<frame:04d>.png`` (lossless); the
+        files appear only when the whole run succeeded
+    keep_images : keep the final colours in ``result.images`` (memory: W*H*3 bytes per frame)
+    image_callback : called as ``fn(technique, frame, colour)`` for every rendered frame
+    check_gl : compare the baseline raster with the local OpenGL, frame by frame (issue 9)
+    check_images : compare every exact technique's frame with the baseline's; the per-frame
+        rows gain ``image_diff_pixels``
+    technique_options : ``{name: {option: value}}`` passed to the technique constructors
+    """
+    t_start = time.perf_counter()
+    sc = load_scene(scene)
+    n_frames = int(frames if frames is not None else sc.frames)
+    if n_frames < 1:
+        raise MeshoptBatchError("frames must be at least 1")
+    if first_frame < 0:
+        raise MeshoptBatchError("first frame must be >= 0")
+    W = int(width or sc.width)
+    H = int(height or sc.height)
+    if W < 1 or H < 1:
+        raise MeshoptBatchError(f"bad screen size {W}x{H}")
+    if tile < 1 or tile & (tile - 1):
+        raise MeshoptBatchError(f"tile size must be a power of two, got {tile}")
+    cost_table = _stats.load_costs(costs)
+    opts = technique_options or {}
+    techs = []
+    for t in techniques:
+        if isinstance(t, str):
+            techs.append(_create_technique(t, **opts.get(t, {})))
+        else:
+            techs.append(t)
+    names = [t.name for t in techs]
+    if len(set(names)) != len(names):
+        raise MeshoptBatchError(f"technique listed twice: {names}")
+    for t in techs:
+        t.reset()
+
+    geom = GeometryStage(profile=profile, optimizer=optimizer,
+                         **({} if guard_band is None else {"guard_band": guard_band}))
+    sc.load_meshes()  # absent mesh files are known (and fall back) before frame 0
+    binning = _binning()
+
+    gl = None
+    gl_frames: list = []
+    gl_renderer = None
+    if check_gl:
+        try:
+            from gpu_probe import gl_reference as gl
+        except ImportError as exc:
+            raise MeshoptBatchError(f"--check-gl needs gpu_probe.gl_reference ({exc})") from None
+        if hasattr(gl, "gl_available") and not gl.gl_available():
+            raise MeshoptBatchError("--check-gl: no OpenGL context can be created here "
+                                    "(install Mesa EGL/llvmpipe, see scripts/install-system-deps.sh)")
+        gl_renderer = gl.renderer() if hasattr(gl, "renderer") else "unknown"
+
+    staging = None
+    final_dir = None
+    if images_dir is not None:
+        final_dir = Path(images_dir)
+        final_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=final_dir))
+
+    result = SimulationResult(scene=sc.name, frames=n_frames, first_frame=first_frame, width=W,
+                              height=H, tile=tile, techniques=names, optimizer=optimizer,
+                              profile=geom.profile.name, costs=cost_table)
+    timings = {"geometry": 0.0, "binning": 0.0, "raster": {n: 0.0 for n in names},
+               "techniques": {n: 0.0 for n in names}, "gl_check": 0.0}
+    previous: dict[str, np.ndarray | None] = {n: None for n in names}
+    bar = _progress(progress, n_frames * len(techs), sc.name)
+    try:
+        for fi in range(first_frame, first_frame + n_frames):
+            t0 = time.perf_counter()
+            spec = sc.frame(fi, W, H)
+            frame = geom.process(spec, tile=tile)
+            t1 = time.perf_counter()
+            tiles = binning.bin_triangles(frame, tile)
+            t2 = time.perf_counter()
+            timings["geometry"] += t1 - t0
+            timings["binning"] += t2 - t1
+            ctx = FrameContext(fi, spec, frame, tiles, spec.clear)
+            for tech in techs:
+                ctx.technique = tech.name
+                ctx.previous_colour = previous[tech.name]
+                r0 = ctx.raster_seconds
+                s0 = time.perf_counter()
+                req, res = _run_technique(tech, ctx)
+                extra = tech.end_frame(ctx, res) or {}
+                s1 = time.perf_counter()
+                timings["raster"][tech.name] += ctx.raster_seconds - r0
+                timings["techniques"][tech.name] += (s1 - s0) - (ctx.raster_seconds - r0)
+                row: dict[str, Any] = {"technique": tech.name, "frame": fi}
+                row.update(_stats.frame_counters(frame, tiles, res, cost_table,
+                                                 hsr=bool(getattr(req, "hsr_pass", False))))
+                row.update(extra)
+                if check_images and getattr(tech, "exact", True):
+                    row["image_diff_pixels"] = int(np.count_nonzero(
+                        np.any(np.asarray(res.colour) != np.asarray(ctx.baseline().colour), axis=-1)))
+                result.rows.append(row)
+                colour = np.asarray(res.colour)
+                previous[tech.name] = colour
+                if staging is not None:
+                    save_png(staging / f"{tech.name}_{fi:04d}.png", colour)
+                if keep_images:
+                    result.images.setdefault(tech.name, []).append(colour.copy())
+                if image_callback is not None:
+                    image_callback(tech.name, fi, colour)
+                if bar is not None:
+                    bar.update(1)
+            if gl is not None:
+                g0 = time.perf_counter()
+                rec = gl.check_frame_against_gl(frame, model_result=ctx.baseline(), tiles=tiles)
+                rec = dict(rec)
+                rec["frame"] = fi
+                gl_frames.append(rec)
+                timings["gl_check"] += time.perf_counter() - g0
+        if staging is not None:
+            for p in sorted(staging.iterdir()):
+                os.replace(p, final_dir / p.name)
+    finally:
+        if bar is not None:
+            bar.close()
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    for tech in techs:
+        result.summaries[tech.name] = dict(tech.summary() or {})
+        result.aggregates[tech.name] = dict(getattr(tech, "aggregate", {}) or {})
+    if gl is not None:
+        result.gl_check = {"renderer": gl_renderer, "frames": gl_frames}
+    timings["total"] = time.perf_counter() - t_start
+    timings["frames_per_second"] = n_frames / timings["total"] if timings["total"] > 0 else None
+    result.timings = timings
+    result.fallbacks = list(dict.fromkeys(sc.fallbacks))
+    return result
+
+
+def _run_technique(tech, ctx):
+    """``tech.run(ctx)`` when the technique renders several passes itself, else one render."""
+    run = getattr(tech, "run", None)
+    if callable(run):
+        return run(ctx)
+    req = tech.begin_frame(ctx)
+    return req, ctx.render(req)
+
+
+def _progress(progress: bool | None, total: int, label: str):
+    if progress is False:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    disable = None if progress is None else False
+    return tqdm(total=total, desc=label, unit="frame", file=sys.stderr, disable=disable,
+                leave=False, dynamic_ncols=True)
+
+
+def run_frames(scene: "str | Scene", frames: Iterable[int], *, optimizer=None, profile=DEFAULT_PROFILE,
+               width=None, height=None, tile=16):
+    """Yield ``(FrameSpec, FrameGeometry, TileLists)`` for the given frames (no raster)."""
+    sc = load_scene(scene)
+    geom = GeometryStage(profile=profile, optimizer=optimizer)
+    binning = _binning()
+    W = int(width or sc.width)
+    H = int(height or sc.height)
+    for fi in frames:
+        spec = sc.frame(fi, W, H)
+        frame = geom.process(spec, tile=tile)
+        yield spec, frame, binning.bin_triangles(frame, tile)

@@ -1,0 +1,352 @@
+"""Counters per frame and technique, and the per-event cycle / energy cost table.
+
+The papers' figures come from a cycle-accurate simulator (Teapot) with McPAT power models of a
+Mali-450-like GPU (paper 000 Table 2, paper 003 Table II: 400 MHz, 1 V, 32 nm, 1196x768 screen,
+16x16 tiles, one vertex processor, four fragment processors, a rasterizer of 16 attributes per
+cycle, an early-Z unit of one quad per cycle, 4 bytes/cycle of main-memory bandwidth).  Those
+papers do not publish per-event energies, so this model uses a **documented per-event cost
+table** whose throughputs follow Table 2 and whose energies are order-of-magnitude estimates for
+a 32 nm mobile GPU; every number is data (:data:`DEFAULT_COSTS`) that a user can override with a
+JSON file (``meshopt-batch simulate --costs FILE``, :func:`load_costs`).  Ratios between
+techniques (speed-up, energy reduction), not absolute values, are what the model is for.
+
+Timing model
+------------
+``cycles = geometry_cycles + raster_cycles``.  The geometry pipeline runs vertex shading,
+primitive assembly and the polygon list builder one after the other
+(``vertex_invocations * vertex_shader_cycles + triangles_in * primitive_assembly_cycles +
+tile_triangle_pairs * polygon_list_cycles + (vertex fetch + parameter-buffer writes) /
+bandwidth``; parameter-buffer bytes are the binning stage's, :mod:`pipeline_model.binning`).  The raster
+pipeline processes tiles one at a time; inside a tile its stages overlap, so a tile takes the
+slowest of: fetching its display list (``tile_triangle_pairs * tile_fetch_cycles`` plus
+parameter-buffer reads / bandwidth), rasterization and early-Z (``fragments_rasterized *
+raster_cycles_per_fragment``), fragment shading (``shader_cost * fragment_shader_cycles / 4
+processors`` per shaded fragment, plus blending) and the colour flush (bytes / bandwidth).
+A skipped tile (Rendering Elimination) costs ``tile_skip_cycles``.  DR's hidden-surface-removal
+pass runs on duplicated hardware in parallel with the previous tile (paper 000 sec. 4.2,
+"parallel DR"): it adds energy but only the part of its time that exceeds the tile's other work.
+
+Energy model
+------------
+``energy = sum(events * energy_per_event) + cycles * static_energy_per_cycle`` in nanojoules.
+
+Counters (one row per technique and frame, see :data:`COUNTERS`)
+-------------------------------------------------------------------
+vertex_invocations, triangles_in / culled / clipped / binned, tile_triangle_pairs,
+fragments_rasterized (main pass), hsr_fragments (DR's extra depth-only pass), early_z_killed,
+fragments_shaded, fragments_blended, samples (shaded samples: superfragments count once under
+DSR), covered_pixels (pixels covered by at least one fragment, the overshading denominator),
+overshading (fragments_shaded / covered_pixels), shader_cycles, tiles_rendered, tiles_skipped,
+parameter_bytes_written / parameter_bytes_read, vertex_bytes, texture_bytes, colour_bytes,
+memory_bytes, geometry_cycles, raster_cycles, cycles, energy (nJ).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from meshopt_batch.errors import MeshoptBatchError
+
+__all__ = ["DEFAULT_COSTS", "COUNTERS", "load_costs", "frame_counters", "totals",
+           "cost_table_markdown"]
+
+#: Per-event costs.  Each entry: (value, unit, where the number comes from).
+DEFAULT_COSTS: dict[str, dict[str, Any]] = {
+    # ---- clock / memory (Table 2)
+    "clock_hz": {"value": 400e6, "unit": "Hz", "why": "Table 2: 400 MHz"},
+    "memory_bytes_per_cycle": {"value": 4.0, "unit": "B/cycle",
+                               "why": "Table 2: 4 bytes/cycle, dual channel"},
+    "fragment_processors": {"value": 4, "unit": "units", "why": "Table 2: 4 fragment processors"},
+    # ---- cycles per event
+    "vertex_shader_cycles": {"value": 24.0, "unit": "cycles/invocation",
+                             "why": "1 vertex processor (Table 2), ~24 instructions: MVP, normal, uv"},
+    "primitive_assembly_cycles": {"value": 1.0, "unit": "cycles/triangle",
+                                  "why": "Table 2: primitive assembly 1 triangle/cycle"},
+    "polygon_list_cycles": {"value": 1.0, "unit": "cycles/tile-triangle pair",
+                            "why": "one display-list entry written per cycle"},
+    "tile_fetch_cycles": {"value": 1.0, "unit": "cycles/tile-triangle pair",
+                          "why": "tile scheduler reads one primitive per cycle"},
+    "raster_cycles_per_fragment": {"value": 0.25, "unit": "cycles/fragment",
+                                   "why": "early-Z one quad-fragment per cycle (Table 2); rasterizer "
+                                          "16 attributes/cycle keeps up with 4 attributes/fragment"},
+    "fragment_shader_cycles": {"value": 8.0, "unit": "cycles/fragment at shader_cost 1",
+                               "why": "~8 instructions per fragment on one processor, divided "
+                                      "by the 4 fragment processors"},
+    "blend_cycles": {"value": 0.25, "unit": "cycles/blended fragment",
+                     "why": "colour buffer read-modify-write, one quad per cycle"},
+    "tile_skip_cycles": {"value": 4.0, "unit": "cycles/skipped tile",
+                         "why": "signature compare (RE) and scheduler bookkeeping"},
+    # ---- bytes per event
+    "vertex_bytes": {"value": 32.0, "unit": "B/invocation",
+                     "why": "position 12 + normal 12 + uv 8 fetched per vertex-shader invocation"},
+    "texture_bytes_per_fragment": {"value": 1.0, "unit": "B/textured shaded fragment",
+                                   "why": "a 4-byte texel per fragment, ~1/4 missing the 8 KB "
+                                          "texture caches (64-byte lines, 2x2 quad locality)"},
+    "colour_bytes_per_pixel": {"value": 4.0, "unit": "B/pixel flushed",
+                               "why": "RGBA8 colour buffer flushed once per rendered tile (TBR)"},
+    # ---- energy per event (nJ) -- order-of-magnitude estimates for 32 nm, 1 V
+    "energy_vertex_invocation": {"value": 0.5, "unit": "nJ",
+                                 "why": "~24 ALU instructions x ~20 pJ incl. register file"},
+    "energy_triangle": {"value": 0.05, "unit": "nJ", "why": "primitive assembly, clip, cull, setup"},
+    "energy_tile_pair": {"value": 0.03, "unit": "nJ", "why": "tile cache access per display-list entry"},
+    "energy_fragment_rasterized": {"value": 0.02, "unit": "nJ",
+                                   "why": "interpolation + on-chip depth buffer access"},
+    "energy_fragment_shaded": {"value": 0.16, "unit": "nJ at shader_cost 1",
+                               "why": "~8 instructions x ~20 pJ"},
+    "energy_fragment_blended": {"value": 0.01, "unit": "nJ", "why": "on-chip colour buffer RMW"},
+    "energy_dram_byte": {"value": 0.1, "unit": "nJ/B", "why": "LPDDR3 ~10-20 pJ/bit incl. I/O"},
+    "static_energy_per_cycle": {"value": 0.3, "unit": "nJ/cycle",
+                                "why": "~120 mW leakage + clock tree at 400 MHz"},
+}
+
+#: Colour kinds that model a texture fetch (checker, stripes, noise).
+TEXTURED_KINDS = (1, 2, 3)
+
+COUNTERS = (
+    "vertex_invocations", "triangles_in", "triangles_culled", "triangles_clipped",
+    "triangles_binned", "tile_triangle_pairs", "fragments_rasterized", "hsr_fragments",
+    "early_z_killed", "fragments_shaded", "fragments_blended", "samples", "covered_pixels",
+    "overshading", "shader_cycles", "tiles_rendered", "tiles_skipped",
+    "parameter_bytes_written", "parameter_bytes_read", "vertex_bytes", "texture_bytes",
+    "colour_bytes", "memory_bytes", "geometry_cycles", "raster_cycles", "cycles", "energy",
+)
+
+#: Counters that are ratios (recomputed, not summed, in totals).
+RATIO_COUNTERS = ("overshading",)
+
+
+def load_costs(source: "str | Path | Mapping | None" = None) -> dict[str, float]:
+    """The cost table as ``name -> value``, with overrides from a JSON file or mapping.
+
+    The JSON may map names to numbers or to ``{"value": number, ...}`` objects (the layout of
+    :data:`DEFAULT_COSTS`); unknown names are an error so a typo cannot silently do nothing.
+    """
+    costs = {k: float(v["value"]) for k, v in DEFAULT_COSTS.items()}
+    if source is None:
+        return costs
+    if isinstance(source, Mapping):
+        data = dict(source)
+        where = "cost table"
+    else:
+        where = str(source)
+        try:
+            data = json.loads(Path(source).read_text())
+        except OSError as exc:
+            raise MeshoptBatchError(f"{where}: cannot read cost table ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise MeshoptBatchError(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise MeshoptBatchError(f"{where}: expected an object of cost name -> value")
+    for k, v in data.items():
+        if k not in costs:
+            raise MeshoptBatchError(f"{where}: unknown cost {k!r} (known: {', '.join(costs)})")
+        if isinstance(v, dict):
+            v = v.get("value")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise MeshoptBatchError(f"{where}: cost {k!r} must be a non-negative number")
+        costs[k] = float(v)
+    return costs
+
+
+def _tile_pixels(width: int, height: int, tile: int) -> np.ndarray:
+    """Pixels of every tile that lie on screen, in tile order (row-major)."""
+    tx = (width + tile - 1) // tile
+    ty = (height + tile - 1) // tile
+    wx = np.minimum(tile, width - np.arange(tx) * tile)
+    wy = np.minimum(tile, height - np.arange(ty) * tile)
+    return (wy[:, None] * wx[None, :]).ravel().astype(np.float64)
+
+
+def _per_tile(result, name, n_tiles) -> np.ndarray | None:
+    a = getattr(result, name, None)
+    if a is None:
+        return None
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return None
+    return a.reshape(-1).astype(np.float64) if a.size == n_tiles else None
+
+
+def _scalar(result, name, default=0.0) -> float:
+    a = getattr(result, name, None)
+    if a is None:
+        return float(default)
+    return float(np.sum(a))
+
+
+def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: bool = False) -> dict:
+    """All counters of one frame rendered by one technique.
+
+    ``frame`` is the :class:`~pipeline_model.frame.FrameGeometry`, ``tiles`` the binning
+    result, ``result`` the :class:`~pipeline_model.raster.RasterResult`; ``hsr`` says DR's
+    depth-only pass ran (its fragments are in ``result.hsr_fragments`` when the raster stage
+    reports them, else it is assumed to rasterize what the main pass rasterized).
+    """
+    c = costs
+    n_tiles = frame.n_tiles
+    bw = c["memory_bytes_per_cycle"]
+    out: dict[str, float] = {}
+    out["vertex_invocations"] = int(frame.vertex_invocations.sum())
+    out["triangles_in"] = int(frame.triangles_in.sum())
+    out["triangles_culled"] = int(frame.triangles_culled.sum())
+    out["triangles_clipped"] = int(frame.triangles_clipped.sum())
+
+    # ---- tiling (shared by all techniques of the frame)
+    # parameter-buffer bytes come from the binning stage (its documented record sizes)
+    tri = np.asarray(tiles.tri)
+    pairs = int(tri.shape[0])
+    binned = int(getattr(tiles, "triangles_binned", 0) or (np.unique(tri).shape[0] if pairs else 0))
+    offsets = np.asarray(tiles.offsets)
+    pairs_per_tile = np.diff(offsets).astype(np.float64)
+    out["triangles_binned"] = binned
+    out["tile_triangle_pairs"] = pairs
+    pb_written = float(getattr(tiles, "bytes_written", 0))
+    pb_read = float(getattr(tiles, "bytes_read", 0))
+    pb_read_per_tile = pairs_per_tile * (pb_read / pairs) if pairs else np.zeros(n_tiles)
+
+    # ---- raster counters (per tile where the raster stage gives them)
+    def tile_counter(*names):
+        for nm in names:
+            a = _per_tile(result, nm, n_tiles)
+            if a is not None:
+                return a
+        for nm in names:
+            if getattr(result, nm, None) is not None:
+                arr = np.zeros(n_tiles)
+                arr[0] = _scalar(result, nm)
+                return arr
+        return np.zeros(n_tiles)
+
+    rast = tile_counter("fragments_rasterized")
+    shaded = tile_counter("fragments_shaded")
+    killed = tile_counter("early_z_killed")
+    blended = tile_counter("fragments_blended", "blended")
+    samples = tile_counter("samples")
+    shader_cyc = tile_counter("shader_cycles")
+    textured = tile_counter("textured_fragments")
+    rendered = _per_tile(result, "tiles_rendered", n_tiles)
+    if rendered is None:
+        rendered = _per_tile(result, "tile_rendered", n_tiles)
+    if rendered is None:
+        rendered = np.ones(n_tiles)
+    rendered = (rendered > 0).astype(np.float64)
+    hsr_tile = _per_tile(result, "hsr_fragments", n_tiles)
+    if hsr_tile is None:
+        hsr_tile = rast.copy() if hsr else np.zeros(n_tiles)
+    if not shader_cyc.any() and shaded.any():
+        shader_cyc = shaded.copy()
+
+    covered = getattr(result, "covered", None)
+    if covered is None:
+        covered = getattr(result, "covered_count", None)
+    covered_pixels = int(np.count_nonzero(covered)) if covered is not None else 0
+
+    out["fragments_rasterized"] = int(rast.sum())
+    out["hsr_fragments"] = int(hsr_tile.sum())
+    out["early_z_killed"] = int(killed.sum())
+    out["fragments_shaded"] = int(shaded.sum())
+    out["fragments_blended"] = int(blended.sum())
+    out["samples"] = int(samples.sum()) if samples.any() else int(shaded.sum())
+    out["covered_pixels"] = covered_pixels
+    out["overshading"] = out["fragments_shaded"] / covered_pixels if covered_pixels else 0.0
+    out["shader_cycles"] = float(shader_cyc.sum())
+    out["tiles_rendered"] = int(rendered.sum())
+    out["tiles_skipped"] = int(n_tiles - rendered.sum())
+
+    # ---- bytes
+    vertex_bytes = out["vertex_invocations"] * c["vertex_bytes"]
+    if not textured.any():
+        textured = _textured_estimate(frame, result, shaded, n_tiles)
+    texture_bytes = textured * c["texture_bytes_per_fragment"]
+    tile_px = _tile_pixels(frame.width, frame.height, frame.tile)
+    colour_bytes = rendered * tile_px * c["colour_bytes_per_pixel"]
+    pb_read_tile = pb_read_per_tile * rendered
+    out["parameter_bytes_written"] = float(pb_written)
+    out["parameter_bytes_read"] = float(pb_read_tile.sum())
+    out["vertex_bytes"] = float(vertex_bytes)
+    out["texture_bytes"] = float(texture_bytes.sum())
+    out["colour_bytes"] = float(colour_bytes.sum())
+    out["memory_bytes"] = (out["parameter_bytes_written"] + out["parameter_bytes_read"] + vertex_bytes
+                           + out["texture_bytes"] + out["colour_bytes"])
+
+    # ---- cycles
+    geometry = (out["vertex_invocations"] * c["vertex_shader_cycles"]
+                + out["triangles_in"] * c["primitive_assembly_cycles"]
+                + pairs * c["polygon_list_cycles"]
+                + (pb_written + vertex_bytes) / bw)
+    fetch = pairs_per_tile * c["tile_fetch_cycles"] + pb_read_per_tile / bw
+    raster = rast * c["raster_cycles_per_fragment"]
+    shade = (shader_cyc * c["fragment_shader_cycles"] / max(c["fragment_processors"], 1)
+             + blended * c["blend_cycles"] + texture_bytes / bw)
+    flush = colour_bytes / bw
+    main = np.maximum.reduce([fetch, raster, shade, flush])
+    hsr_t = hsr_tile * c["raster_cycles_per_fragment"] + (fetch if hsr else 0.0)
+    # parallel DR: the HSR pass of tile i+1 overlaps tile i; only its excess costs time
+    tile_time = np.maximum(main, hsr_t)
+    tile_time = np.where(rendered > 0, tile_time, c["tile_skip_cycles"])
+    out["geometry_cycles"] = float(geometry)
+    out["raster_cycles"] = float(tile_time.sum())
+    out["cycles"] = out["geometry_cycles"] + out["raster_cycles"]
+
+    # ---- energy (nJ)
+    e = (out["vertex_invocations"] * c["energy_vertex_invocation"]
+         + out["triangles_in"] * c["energy_triangle"]
+         + (pairs + float((pairs_per_tile * rendered).sum()) + float((pairs_per_tile * rendered).sum() if hsr else 0.0))
+         * c["energy_tile_pair"]
+         + (out["fragments_rasterized"] + out["hsr_fragments"]) * c["energy_fragment_rasterized"]
+         + out["shader_cycles"] * c["energy_fragment_shaded"]
+         + out["fragments_blended"] * c["energy_fragment_blended"]
+         + out["memory_bytes"] * c["energy_dram_byte"]
+         + out["cycles"] * c["static_energy_per_cycle"])
+    out["energy"] = float(e)
+    return out
+
+
+def _textured_estimate(frame, result, shaded_tile, n_tiles) -> np.ndarray:
+    """Shaded fragments of textured draws, estimated per tile from the textured share of
+    draws when the raster stage does not count them."""
+    kinds = np.asarray(frame.colour_kind)
+    if kinds.size == 0 or not np.isin(kinds, TEXTURED_KINDS).any():
+        return np.zeros(n_tiles)
+    if np.isin(kinds, TEXTURED_KINDS).all():
+        return shaded_tile
+    per_draw = getattr(result, "shaded_per_draw", None)
+    if per_draw is not None:
+        per_draw = np.asarray(per_draw, np.float64)
+        tot = per_draw.sum()
+        share = per_draw[np.isin(kinds, TEXTURED_KINDS)].sum() / tot if tot else 0.0
+        return shaded_tile * share
+    share = float(np.isin(kinds, TEXTURED_KINDS).mean())
+    return shaded_tile * share
+
+
+def totals(rows: list[dict]) -> dict:
+    """Sum of per-frame counters, ratios recomputed from the sums."""
+    out: dict[str, float] = {}
+    if not rows:
+        return out
+    keys = [k for k in rows[0] if k not in ("technique", "frame")]
+    for k in keys:
+        vals = [r.get(k) for r in rows]
+        if k in RATIO_COUNTERS:
+            continue
+        if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+               for v in vals if v is not None):
+            s = sum(v for v in vals if v is not None)
+            out[k] = int(s) if all(isinstance(v, (int, np.integer)) for v in vals if v is not None) else float(s)
+    cov = out.get("covered_pixels", 0)
+    out["overshading"] = out.get("fragments_shaded", 0) / cov if cov else 0.0
+    return out
+
+
+def cost_table_markdown(costs: Mapping[str, float] | None = None) -> str:
+    """The cost table as a Markdown table (for the report)."""
+    vals = load_costs(costs) if costs is not None else load_costs()
+    lines = ["| cost | value | unit | basis |", "|---|---:|---|---|"]
+    for k, meta in DEFAULT_COSTS.items():
+        lines.append(f"| `{k}` | {vals[k]:g} | {meta['unit']} | {meta['why']} |")
+    return "\n".join(lines)
