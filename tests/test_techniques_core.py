@@ -87,8 +87,8 @@ def test_two_list_reorder_algorithm1():
     woz = np.array([0, 1, 0, 1], bool)
     occ = np.array([0, 0, 1, 0, 1, 0, 1, 0], bool)
     tri = np.arange(8, dtype=np.int32)
-    out = evr.reorder_two_lists(np.array([0, 8]), tri, draw, woz, occ)
-    assert out.tolist() == [0, 1, 3, 2, 4, 5, 7, 6]
+    perm = evr.reorder_two_lists(np.array([0, 8]), tri, draw, woz, occ)
+    assert tri[perm].tolist() == [0, 1, 3, 2, 4, 5, 7, 6]
 
 
 def test_prediction_and_fvp_from_buffers():

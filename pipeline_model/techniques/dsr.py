@@ -285,3 +285,81 @@ def search_parameters(sequences, thresholds=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 4
         asr, worst, err = _simulate(s, params, threshold, False)
         report.append({"asr": asr, "mssim_min": worst, "errors": int(err)})
     return params, report
+
+
+# -------------------------------------------------------------------------- technique
+from pipeline_model.quality import mssim  # noqa: E402
+from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
+
+
+class DSRController:
+    """The per-frame DSR work shared by ``dsr`` and ``evr+dsr``: the rate request, the FSM
+    update after rendering, and the quality record against the full-rate frame."""
+
+    def __init__(self, params: DSRParams | None = None, quality: bool = True):
+        self.params = params or DSRParams()
+        self.quality = bool(quality)
+        self.table = DSRState(self.params)
+        self.spp: list[float] = []
+        self.mssim: list[tuple[int, float, bool]] = []  # (frame, MSSIM, first after a cut)
+        self._rate = None
+
+    def rate(self, ctx) -> np.ndarray | None:
+        self._rate = self.table.rates(ctx.frame.n_tiles).copy()
+        return self._rate if self._rate.any() else None
+
+    def update(self, ctx, result) -> dict:
+        f = ctx.frame
+        spp = samples_per_pixel(self._rate, f.width, f.height, f.tile)
+        self.spp.append(spp)
+        colour = np.asarray(result.colour)
+        self.table.update(colour, f.tile)
+        out = {"samples_per_pixel": spp}
+        if self.quality:
+            if not self._rate.any():
+                q = 1.0
+            else:
+                q = mssim(colour, np.asarray(ctx.baseline().colour))
+            cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
+            self.mssim.append((int(ctx.frame_index), q, cut))
+            out["mssim"] = q
+        return out
+
+    def summary(self) -> dict:
+        out = {"samples_per_pixel": float(np.mean(self.spp)) if self.spp else 1.0,
+               "dsr_params": self.params.as_dict()}
+        if self.quality and self.mssim:
+            judged = [(i, q) for i, q, cut in self.mssim if not cut]
+            worst = min(judged, key=lambda r: r[1]) if judged else (None, 1.0)
+            out["mssim_min"] = worst[1]
+            out["mssim_min_frame"] = worst[0]
+            out["mssim_frames_below_threshold"] = [i for i, q in judged if q < MSSIM_THRESHOLD]
+            out["mssim_after_cut"] = [[i, q] for i, q, cut in self.mssim if cut]
+        return out
+
+
+class DSR(Technique):
+    """Dynamic Sampling Rate: per-tile rates from last frame's DCT analysis (not exact:
+    frames are judged by MSSIM against the full-rate frame)."""
+
+    name = "dsr"
+    exact = False
+
+    def __init__(self, params: DSRParams | None = None, quality: bool = True):
+        self._params, self._quality = params, quality
+        self.reset()
+
+    def reset(self) -> None:
+        self.ctl = DSRController(self._params, self._quality)
+
+    def begin_frame(self, ctx) -> RenderRequest:
+        return RenderRequest(rate=self.ctl.rate(ctx))
+
+    def end_frame(self, ctx, result) -> dict:
+        return self.ctl.update(ctx, result)
+
+    def summary(self) -> dict:
+        return self.ctl.summary()
+
+
+TECHNIQUES = {"dsr": DSR}

@@ -141,35 +141,38 @@ def predict_occluded(offsets, tri, draw, layer, znear, woz, fvp: FVPTable) -> np
 
 @nb.njit(cache=True)
 def _reorder(offsets, tri, draw, woz, occ):
-    out = np.empty_like(tri)
-    second = np.empty_like(tri)
+    perm = np.empty(tri.shape[0], np.int64)
+    second = np.empty(tri.shape[0], np.int64)
     for t in range(offsets.shape[0] - 1):
         k = offsets[t]
         ns = 0
         for i in range(offsets[t], offsets[t + 1]):
-            p = tri[i]
-            if woz[draw[p]]:
+            if woz[draw[tri[i]]]:
                 if occ[i]:
-                    second[ns] = p
+                    second[ns] = i
                     ns += 1
                 else:
-                    out[k] = p
+                    perm[k] = i
                     k += 1
             else:
                 for j in range(ns):
-                    out[k] = second[j]
+                    perm[k] = second[j]
                     k += 1
                 ns = 0
-                out[k] = p
+                perm[k] = i
                 k += 1
         for j in range(ns):
-            out[k] = second[j]
+            perm[k] = second[j]
             k += 1
-    return out
+    return perm
 
 
 def reorder_two_lists(offsets, tri, draw, woz, occluded) -> np.ndarray:
-    """Algorithm 1 of paper 003: per-tile order with predicted-occluded WOZ primitives deferred."""
+    """Algorithm 1 of paper 003: per-tile order with predicted-occluded WOZ primitives deferred.
+
+    Returns the permutation of CSR entries (``tri[perm]`` is the new order; the tile offsets do
+    not change).
+    """
     return _reorder(np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(draw, np.int32),
                     np.asarray(woz, np.bool_), np.asarray(occluded, np.bool_))
 
@@ -270,3 +273,118 @@ def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
     tn = int(p.size - tp - fp - fn)
     return {"pairs": int(p.size), "true_occluded": tp, "false_occluded": fp,
             "missed_occluded": fn, "true_visible": tn}
+
+
+# -------------------------------------------------------------------------- technique
+from pipeline_model.techniques import re as _re  # noqa: E402
+from pipeline_model.techniques._shared import frame_cache, result_array  # noqa: E402
+from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
+
+
+def _frame_layers(frame, tiles):
+    woz = frame_cache(frame, "evr_woz", lambda: woz_draws(frame))
+    layer = frame_cache(frame, "evr_layer",
+                        lambda: assign_layers(tiles.offsets, tiles.tri, frame.draw, woz))
+    znear = frame_cache(frame, "evr_znear", lambda: frame.z.min(axis=1))
+    return woz, layer, znear
+
+
+class EVR(Technique):
+    """EVR as a pipeline technique; ``re=True`` gives ``evr+re``, ``dsr=True`` ``evr+dsr``.
+
+    Needs from the raster stage: the final depth buffer, the per-pixel last opaque writer
+    (``last_writer``, for the Layer Buffer; without it the FVP falls back to Zfar only) and the
+    per-(tile, triangle) visibility (for the prediction accuracy).
+    """
+
+    def __init__(self, re: bool = False, dsr: bool = False, dsr_params=None, quality: bool = True):
+        self.use_re, self.use_dsr = bool(re), bool(dsr)
+        self._dsr_opts = (dsr_params, quality)
+        self.name = "evr" + ("+re" if re else "") + ("+dsr" if dsr else "")
+        self.exact = not dsr
+        self.reset()
+
+    def reset(self) -> None:
+        self.fvp: FVPTable | None = None
+        self.buffer = _re.RenderingElimination() if self.use_re else None
+        if self.use_dsr:
+            from pipeline_model.techniques.dsr import DSRController
+            self.dsr = DSRController(*self._dsr_opts)
+        else:
+            self.dsr = None
+        self.stats = {"pairs": 0, "true_occluded": 0, "false_occluded": 0, "missed_occluded": 0,
+                      "true_visible": 0}
+        self._cur = None
+
+    def begin_frame(self, ctx) -> RenderRequest:
+        frame, tiles = ctx.frame, ctx.tiles
+        offs, tri = tiles.offsets, tiles.tri
+        if self.fvp is None or self.fvp.zfar.shape[0] != frame.n_tiles:
+            self.fvp = FVPTable.empty(frame.n_tiles)
+        woz, layer, znear = _frame_layers(frame, tiles)
+        pred = predict_occluded(offs, tri, frame.draw, layer, znear, woz, self.fvp)
+        perm = reorder_two_lists(offs, tri, frame.draw, woz, pred)
+        req = RenderRequest(order=(offs, tri[perm]), record_prim_visibility=True,
+                            extra={"record_last_writer": True})
+        skip = None
+        if self.buffer is not None:
+            ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
+            sig = _re.frame_signatures(ctx, include=~ex)
+            skip = self.buffer.decide(sig)
+            req.skip = skip if skip.any() else None
+        if self.dsr is not None:
+            req.rate = self.dsr.rate(ctx)
+        self._cur = (pred, perm, skip)
+        return req
+
+    def end_frame(self, ctx, result) -> dict:
+        frame, tiles = ctx.frame, ctx.tiles
+        offs, tri = tiles.offsets, tiles.tri
+        pred, perm, skip = self._cur
+        woz, layer, znear = _frame_layers(frame, tiles)
+        rendered = np.ones(frame.n_tiles, np.bool_) if skip is None else ~skip
+        lw = result_array(result, "last_writer", required=False)
+        if lw is None:  # no Layer Buffer from the raster stage: Z-only FVP
+            lw = np.full((frame.height, frame.width), -1, np.int32)
+        new = fvp_from_buffers(offs, tri, frame.draw, layer, woz, result.depth, lw,
+                               frame.tiles_x, frame.tile)
+        had_fvp = bool(self.fvp.zfar.min() < 1.0 or self.fvp.is_layer.any())
+        self.fvp = self.fvp.updated(new, rendered)
+        out = {}
+        if self.buffer is not None:
+            ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
+            self.buffer.commit(_re.frame_signatures(ctx, include=~ex), rendered)
+        vis = result_array(result, "prim_visible", "prim_visibility", required=False)
+        if vis is not None and had_fvp:
+            entry_tile = np.repeat(np.arange(frame.n_tiles), np.diff(offs))
+            m = rendered[entry_tile[perm]]
+            st = prediction_stats(pred[perm][m], ~np.asarray(vis, bool)[m])
+            for k in self.stats:
+                self.stats[k] += st[k]
+            n = st["pairs"]
+            out["occlusion_prediction_accuracy"] = \
+                (st["true_occluded"] + st["true_visible"]) / n if n else 1.0
+        out["evr_predicted_occluded"] = int(np.count_nonzero(pred))
+        if self.dsr is not None:
+            out.update(self.dsr.update(ctx, result))
+        return out
+
+    def summary(self) -> dict:
+        s = self.stats
+        n = s["pairs"]
+        out = {"occlusion_prediction_accuracy": (s["true_occluded"] + s["true_visible"]) / n
+               if n else None,
+               "occlusion_prediction_precision": s["true_occluded"] /
+               (s["true_occluded"] + s["false_occluded"]) if s["true_occluded"] + s["false_occluded"] else None,
+               "occlusion_prediction_recall": s["true_occluded"] /
+               (s["true_occluded"] + s["missed_occluded"]) if s["true_occluded"] + s["missed_occluded"] else None}
+        if self.dsr is not None:
+            out.update(self.dsr.summary())
+        return out
+
+
+TECHNIQUES = {
+    "evr": EVR,
+    "evr+re": lambda **kw: EVR(re=True, **kw),
+    "evr+dsr": lambda **kw: EVR(dsr=True, **kw),
+}

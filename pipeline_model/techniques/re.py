@@ -119,11 +119,11 @@ def triangle_crcs(frame) -> np.ndarray:
 
 
 @nb.njit(cache=True)
-def _tile_sigs(offsets, tri, tri_crc, include, use_mask, table):
+def _tile_sigs(offsets, tri, tri_crc, include, use_mask, seed, table):
     n_tiles = offsets.shape[0] - 1
     out = np.empty(n_tiles, np.uint32)
     for t in range(n_tiles):
-        c = np.uint32(0xFFFFFFFF)
+        c = np.uint32(seed) ^ np.uint32(0xFFFFFFFF)
         for i in range(offsets[t], offsets[t + 1]):
             if use_mask and not include[i]:
                 continue
@@ -134,14 +134,15 @@ def _tile_sigs(offsets, tri, tri_crc, include, use_mask, table):
     return out
 
 
-def tile_signatures(offsets, tri, tri_crc, include=None) -> np.ndarray:
-    """Per-tile signature (n_tiles,) uint32: CRC32 over the little-endian CRCs of the tile's
-    primitives in bin order; entries with ``include[i] == False`` (per CSR entry) are left out."""
+def tile_signatures(offsets, tri, tri_crc, include=None, seed: int = 0) -> np.ndarray:
+    """Per-tile signature (n_tiles,) uint32: CRC32 (continuing from ``seed``) over the
+    little-endian CRCs of the tile's primitives in bin order; entries with
+    ``include[i] == False`` (per CSR entry) are left out."""
     offsets = np.asarray(offsets, np.int64)
     use_mask = include is not None
     inc = np.asarray(include, np.bool_) if use_mask else np.ones(1, np.bool_)
     return _tile_sigs(offsets, np.asarray(tri), np.asarray(tri_crc, np.uint32), inc, use_mask,
-                      _TABLE)
+                      np.uint32(seed), _TABLE)
 
 
 class RenderingElimination:
@@ -172,3 +173,50 @@ class RenderingElimination:
             return
         self.signature = np.where(rendered, reference, self.signature)
         self.valid = self.valid | rendered
+
+
+# -------------------------------------------------------------------------- technique
+from pipeline_model.techniques._shared import frame_cache  # noqa: E402
+from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
+
+
+def frame_seed(ctx) -> int:
+    """CRC of the per-frame state that colours every tile (clear colour, lighting constants):
+    the starting value of every tile signature, so a change of it re-renders everything."""
+    spec = getattr(ctx, "spec", None)
+    vals = []
+    for k in ("clear", "ambient", "light_direction"):
+        v = getattr(spec, k, None) if spec is not None else None
+        if v is not None:
+            vals.extend(np.ravel(np.asarray(v, np.float64)).tolist())
+    return crc32(np.asarray(vals, np.float64).tobytes()) if vals else 0
+
+
+def frame_signatures(ctx, include=None) -> np.ndarray:
+    """Tile signatures of the frame in ``ctx`` (triangle CRCs cached per frame)."""
+    crc = frame_cache(ctx.frame, "re_triangle_crc", lambda: triangle_crcs(ctx.frame))
+    seed = frame_cache(ctx.frame, "re_seed", lambda: frame_seed(ctx))
+    return tile_signatures(ctx.tiles.offsets, ctx.tiles.tri, crc, include, seed)
+
+
+class RE(Technique):
+    """Rendering Elimination: skip a tile whose signature equals last frame's."""
+
+    name = "re"
+
+    def reset(self) -> None:
+        self.buffer = RenderingElimination()
+        self._sig = None
+        self._skip = None
+
+    def begin_frame(self, ctx) -> RenderRequest:
+        self._sig = frame_signatures(ctx)
+        self._skip = self.buffer.decide(self._sig)
+        return RenderRequest(skip=self._skip if self._skip.any() else None)
+
+    def end_frame(self, ctx, result) -> dict:
+        self.buffer.commit(self._sig, ~self._skip)
+        return {}
+
+
+TECHNIQUES = {"re": RE}

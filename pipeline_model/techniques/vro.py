@@ -40,7 +40,7 @@ __all__ = [
     "free_draws",
     "object_ranks",
     "tile_order",
-    "VROTechnique",
+    "VRO",
 ]
 
 
@@ -247,11 +247,71 @@ def objects_in_program_order(frame) -> list[int]:
 
 
 # -------------------------------------------------------------------------- technique
-class VROTechnique:
-    """VRO as a pipeline technique (hooks filled in by ``pipeline_model.pipeline``)."""
+from pipeline_model.techniques import re as _re  # noqa: E402
+from pipeline_model.techniques._shared import result_array  # noqa: E402
+from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
-    name = "vro"
 
-    def __init__(self):
-        self.graph: VisibilityGraph | None = None  # built during the previous frame
-        self.last_sort: SortResult | None = None
+class VRO(Technique):
+    """VRO as a pipeline technique; ``re=True`` adds Rendering Elimination (``vro+re``).
+
+    Frame N+1 is drawn in the order sorted from frame N's graph.  With RE, skipped tiles make no
+    early-depth comparisons, so the graph of a frame holds the edges of its rendered tiles only.
+    """
+
+    def __init__(self, re: bool = False):
+        self.use_re = bool(re)
+        self.name = "vro+re" if re else "vro"
+        self.reset()
+
+    def reset(self) -> None:
+        self.graph: VisibilityGraph | None = None
+        self.sort: SortResult | None = None
+        self.re = _re.RE() if self.use_re else None
+        self.totals = {"frames": 0, "nodes": 0, "edges": 0, "heuristic_firings": 0,
+                       "selections": 0, "reverse_edges_ignored": 0, "self_edges_ignored": 0}
+
+    def begin_frame(self, ctx) -> RenderRequest:
+        frame, tiles = ctx.frame, ctx.tiles
+        req = self.re.begin_frame(ctx) if self.re else RenderRequest()
+        self.sort = None
+        if self.graph is not None and self.graph.n_nodes:
+            self.sort = kahn_sort(self.graph)
+            rank = object_ranks(frame, self.sort.order)
+            tri = tile_order(tiles.offsets, tiles.tri, frame.draw, rank, free_draws(frame))
+            req.order = (tiles.offsets, tri)
+        req.record_occlusion = True
+        return req
+
+    def end_frame(self, ctx, result) -> dict:
+        if self.re:
+            self.re.end_frame(ctx, result)
+        pairs = result_array(result, "occlusion_pairs", "occlusion")
+        self.graph = VisibilityGraph.from_pairs(objects_in_program_order(ctx.frame), pairs)
+        g, s = self.graph, self.sort
+        out = {"vro_nodes": g.n_nodes, "vro_edges": g.n_edges,
+               "vro_reverse_edges_ignored": g.reverse_edges_ignored,
+               "vro_heuristic_firings": s.heuristic_firings if s else 0,
+               "vro_sorted": int(s is not None)}
+        t = self.totals
+        t["frames"] += 1
+        t["nodes"] += g.n_nodes
+        t["edges"] += g.n_edges
+        t["reverse_edges_ignored"] += g.reverse_edges_ignored
+        t["self_edges_ignored"] += g.self_edges_ignored
+        if s:
+            t["heuristic_firings"] += s.heuristic_firings
+            t["selections"] += s.selections
+        return out
+
+    def summary(self) -> dict:
+        t = self.totals
+        f = max(t["frames"], 1)
+        return {"vro_nodes_per_frame": t["nodes"] / f, "vro_edges_per_frame": t["edges"] / f,
+                "vro_cycles_broken": t["heuristic_firings"],
+                "vro_heuristic_share": t["heuristic_firings"] / t["selections"]
+                if t["selections"] else 0.0,
+                "vro_reverse_edges_ignored": t["reverse_edges_ignored"]}
+
+
+TECHNIQUES = {"vro": VRO, "vro+re": lambda **kw: VRO(re=True, **kw)}
