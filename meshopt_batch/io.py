@@ -720,6 +720,14 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
         uniq_v, first = np.unique(cv_a, return_index=True)
         corner_vt[uniq_v] = cvt_a[first]
         corner_vn[uniq_v] = cvn_a[first]
+        # Vertices no face uses get no vt/vn from the faces; when every face corner uses the
+        # same number for v, vt and vn (as writers of per-vertex data do), so do they.
+        unused = np.ones(V, bool)
+        unused[uniq_v] = False
+        if unused.any():
+            for corner, attr_of, n_rows in ((cvt_a, corner_vt, len(vt_rows)), (cvn_a, corner_vn, len(vn_rows))):
+                if n_rows == V and np.array_equal(corner, cv_a):
+                    attr_of[unused] = np.flatnonzero(unused)
         mismatch = (cvt_a != corner_vt[cv_a]) | (cvn_a != corner_vn[cv_a])
         if mismatch.any():
             extra = combo[mismatch]
@@ -1459,6 +1467,10 @@ def _write_gltf_into_source(meshes: list[Mesh], path: Path, source: Path) -> byt
         raise _Refuse(f"source {source}: not a readable glTF ({_one_line(exc)})") from None
     slots = _triangle_slots(doc, source, warn=False)
     src_str = str(source)
+    for m in meshes:
+        if m.meta.get("world_space") or m.meta.get("parts"):
+            raise _Refuse(f"mesh {m.name!r} is a merged or world-space model (load_mesh); "
+                          "use load_meshes to write primitives back into a glTF's structure")
     by_meta = all(m.meta.get("gltf_mesh") is not None and m.meta.get("gltf_primitive") is not None
                   for m in meshes)
     if by_meta:

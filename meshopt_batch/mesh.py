@@ -64,6 +64,8 @@ MAX_16BIT_VERTICES = 1 << 16
 
 def _frozen(a: np.ndarray) -> np.ndarray:
     """A read-only view of ``a`` (the caller's array keeps its own flags)."""
+    if not a.flags.writeable:
+        return a
     v = a.view()
     v.flags.writeable = False
     return v
