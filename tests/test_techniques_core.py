@@ -100,8 +100,8 @@ def test_prediction_and_fvp_from_buffers():
     lay = evr.assign_layers(offs, tri, draw, woz)
     depth = np.full((16, 16), 0.2, np.float32)
     depth[0, 0] = 0.3
-    lw = np.zeros((16, 16), np.int32)
-    fvp = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lw, 1, 16)
+    lbuf = np.ones((16, 16), np.int32)  # Layer Buffer: layer 1 everywhere
+    fvp = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, 1, 16)
     assert fvp.zfar[0] == np.float32(0.3) and not fvp.is_layer[0] and fvp.lfar[0] == 1
     znear = np.array([0.2, 0.8], np.float32)
     occ = evr.predict_occluded(offs, tri, draw, lay, znear, woz, fvp)
@@ -118,8 +118,8 @@ def test_prediction_and_fvp_from_buffers():
     assert fvp2.is_layer[0] and fvp2.lfar[0] == 2
     occ2 = evr.predict_occluded(offs2, tri2, draw2, lay2, np.zeros(3, np.float32), woz2, fvp2)
     assert occ2.tolist() == [True, True, False]
-    # an uncovered pixel (-1) makes Lfar 0: nothing predicted by layers
-    lw2[3, 3] = -1
+    # an uncovered pixel (layer 0) makes Lfar 0: nothing predicted by layers
+    lw2[3, 3] = 0
     fvp3 = evr.fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
     assert fvp3.lfar[0] == 0 and not fvp3.is_layer[0]
 

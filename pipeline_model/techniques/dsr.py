@@ -321,7 +321,7 @@ class DSRController:
             else:
                 q = mssim(colour, np.asarray(ctx.baseline().colour))
             cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
-            self.mssim.append((int(ctx.frame_index), q, cut))
+            self.mssim.append((int(ctx.index), q, cut))
             out["mssim"] = q
         return out
 
