@@ -612,13 +612,78 @@ def _write_ply(meshes: list[Mesh], path: Path) -> bytes:
 _OBJ_EXT = "# meshopt-batch"
 
 
-def _obj_index(tok: str, n: int) -> int:
-    i = int(tok)
-    if i < 0:
-        return n + i
-    if i == 0:
-        raise _Refuse("OBJ index 0 (indices start at 1)")
-    return i - 1
+def _parse_numbers(tokens: list[str], dtype) -> np.ndarray:
+    """Numbers from text tokens (fast C parser; any bad token raises ValueError)."""
+    if not tokens:
+        return np.zeros(0, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out = np.fromstring(" ".join(tokens), dtype=dtype, sep=" ")
+    if out.size != len(tokens):
+        bad = next((t for t in tokens if not re.fullmatch(r"[-+0-9.eEinfatyINFATY]+", t)), tokens[0])
+        raise ValueError(f"not a number: {bad!r}")
+    return out
+
+
+def _obj_rows(rows: list[str]) -> tuple[list[str], list[int]]:
+    """All tokens of the rows and the number of tokens of each row."""
+    tokens = " ".join(rows).split()
+    widths = [r.count(" ") + 1 for r in rows]  # exact for single-spaced rows...
+    if sum(widths) != len(tokens):  # ...else count properly
+        widths = [len(r.split()) for r in rows]
+    return tokens, widths
+
+
+def _obj_table(tokens: list[str], widths: list[int], k: int) -> np.ndarray:
+    """``(rows, k)`` float64: the first ``k`` numbers of each row (missing ones are 0)."""
+    flat = _parse_numbers(tokens, np.float64)
+    w = np.asarray(widths, np.int64)
+    if w.size and (w == k).all():
+        return flat.reshape(-1, k)
+    starts = np.concatenate([[0], np.cumsum(w)[:-1]]).astype(np.int64)
+    cols = np.arange(k)
+    out = np.zeros((w.size, k))
+    ok = cols[None, :] < w[:, None]
+    out[ok] = flat[(starts[:, None] + cols[None, :])[ok]]
+    return out
+
+
+def _obj_corners(corners: list[str], sizes: np.ndarray, relative: dict) -> tuple[np.ndarray, ...]:
+    """0-based (v, vt, vn) of every face corner (-1: none) from tokens ``v``, ``v/vt``,
+    ``v//vn`` or ``v/vt/vn``; negative (relative) indices resolved by ``relative``."""
+    n = len(corners)
+    joined = " ".join(corners)
+    fields = None
+    if "/" not in joined:
+        fields = _parse_numbers(corners, np.int64).reshape(n, 1)
+    else:
+        norm = joined.replace("//", "/0/")
+        slashes = norm.count("/")
+        for k in (1, 2):
+            if slashes == k * n:
+                toks = norm.replace("/", " ").split()
+                if len(toks) == (k + 1) * n:
+                    fields = _parse_numbers(toks, np.int64).reshape(n, k + 1)
+                break
+        if fields is None:  # corners of different forms: one at a time
+            fields = np.zeros((n, 3), np.int64)
+            for i, c in enumerate(corners):
+                for j, f in enumerate(c.split("/")[:3]):
+                    fields[i, j] = int(f) if f else 0
+    if fields.shape[1] < 3:
+        fields = np.concatenate([fields, np.zeros((n, 3 - fields.shape[1]), np.int64)], axis=1)
+    if (fields[:, 0] == 0).any():
+        raise _Refuse("OBJ vertex index 0 (indices start at 1)")
+    out = np.where(fields > 0, fields - 1, -1)
+    if relative and (fields < 0).any():
+        counts = np.zeros((len(sizes), 3), np.int64)
+        faces = np.fromiter(relative.keys(), np.int64, len(relative))
+        counts[faces] = np.array(list(relative.values()), np.int64)
+        per_corner = np.repeat(counts, sizes, axis=0)
+        out = np.where(fields < 0, per_corner + fields, out)
+        if (out[fields < 0] < 0).any():
+            raise _Refuse("relative OBJ index points before the first element")
+    return out[:, 0], out[:, 1], out[:, 2]
 
 
 def _read_obj(data: bytes, path: Path) -> list[Mesh]:
@@ -627,20 +692,23 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
         raise _Refuse("not a text OBJ file (binary data)")
     if "\\\n" in text or "\\\r\n" in text:
         text = re.sub(r"\\\r?\n", " ", text)
-    v_rows: list[list[str]] = []
-    vt_rows: list[list[str]] = []
-    vn_rows: list[list[str]] = []
-    sizes: list[int] = []
-    cv: list[int] = []
-    cvt: list[int] = []
-    cvn: list[int] = []
+    text = text.replace("\t", " ")
+    rows: dict[str, list[str]] = {"v": [], "vt": [], "vn": [], "f": []}
+    v_rows, f_rows = rows["v"], rows["f"]
+    relative: dict[int, tuple[int, int, int]] = {}  # face -> (#v, #vt, #vn) before it
     ext_decl: dict[str, tuple[str, str, int]] = {}
     ext_rows: dict[str, list[str]] = {}
     index_dtype = np.uint32
-    faces_with_slash = False
-    n_lines = n_points = 0
+    n_lines = 0
     for line in text.splitlines():
-        if not line or line[0] == "#":
+        head = line[:2]
+        if head == "f ":
+            if "-" in line:
+                relative[len(f_rows)] = (len(v_rows), len(rows["vt"]), len(rows["vn"]))
+            f_rows.append(line[2:])
+        elif head == "v ":
+            v_rows.append(line[2:])
+        elif not line or line[0] == "#":
             if line.startswith("#@"):
                 tag, _, rest = line[2:].partition(" ")
                 if tag in ext_rows:
@@ -652,65 +720,38 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
                 elif len(tok) >= 5 and tok[0] == "attribute":
                     ext_decl[tok[1]] = (" ".join(tok[4:]), tok[2], int(tok[3]))
                     ext_rows[tok[1]] = []
-            continue
-        parts = line.split()
-        if not parts:
-            continue
-        key = parts[0]
-        if key == "v":
-            v_rows.append(parts[1:])
-        elif key == "f":
-            corners = parts[1:]
-            sizes.append(len(corners))
-            nv, nvt, nvn = len(v_rows), len(vt_rows), len(vn_rows)
-            for c in corners:
-                if "/" in c:
-                    faces_with_slash = True
-                    s = c.split("/")
-                    cv.append(_obj_index(s[0], nv))
-                    cvt.append(_obj_index(s[1], nvt) if len(s) > 1 and s[1] else -1)
-                    cvn.append(_obj_index(s[2], nvn) if len(s) > 2 and s[2] else -1)
-                else:
-                    cv.append(_obj_index(c, nv))
-                    cvt.append(-1)
-                    cvn.append(-1)
-        elif key == "vt":
-            vt_rows.append(parts[1:])
-        elif key == "vn":
-            vn_rows.append(parts[1:])
-        elif key == "l":
-            n_lines += 1
-        elif key == "p":
-            n_points += 1
-    if not v_rows:
+        else:
+            key, _, rest = line.strip().partition(" ")
+            if key == "f" and "-" in rest:
+                relative[len(f_rows)] = (len(v_rows), len(rows["vt"]), len(rows["vn"]))
+            if key in rows:
+                rows[key].append(rest)
+            elif key == "l":
+                n_lines += 1
+    v_tok, v_width = _obj_rows(v_rows)
+    vt_tok, vt_width = _obj_rows(rows["vt"])
+    vn_tok, vn_width = _obj_rows(rows["vn"])
+    corners, sizes = _obj_rows(f_rows)
+    if not v_width:
         raise _Refuse("empty mesh (no 'v' vertices)")
     if not sizes:
         what = "lines only" if n_lines else "a point cloud"
-        raise _Refuse(f"no faces: {what} ({len(v_rows)} vertices)")
-    widths = {len(r) for r in v_rows}
-    if len(widths) == 1 and next(iter(widths)) in (3, 4, 6, 7):
-        w = next(iter(widths))
-        vals = np.array(v_rows, dtype=np.float64)
-    else:
-        w = 3
-        if min(widths) < 3:
-            raise _Refuse("an OBJ 'v' line has fewer than 3 coordinates")
-        vals = np.array([r[:3] for r in v_rows], dtype=np.float64)
+        raise _Refuse(f"no faces: {what} ({len(v_width)} vertices)")
+    if min(v_width) < 3:
+        raise _Refuse("an OBJ 'v' line has fewer than 3 coordinates")
+    w = v_width[0] if len(set(v_width)) == 1 else 3  # mixed widths: x y z only
+    vals = _obj_table(v_tok, v_width, w)
     positions = vals[:, :3].astype(np.float32)
     V = positions.shape[0]
     per_vertex: dict[str, np.ndarray] = {}
     if w in (6, 7):
         per_vertex[ATTR_COLOR] = vals[:, w - 3 :].astype(np.float32)
-    cv_a = np.asarray(cv, dtype=np.int64)
+    cv_a, cvt_a, cvn_a = _obj_corners(corners, np.asarray(sizes), relative)
     _check_indices(cv_a, V)
-    cvt_a = np.asarray(cvt, dtype=np.int64)
-    cvn_a = np.asarray(cvn, dtype=np.int64)
-    if vt_rows and (cvt_a >= 0).any():
-        _check_indices(cvt_a[cvt_a >= 0], len(vt_rows), "texture coordinate")
-    if vn_rows and (cvn_a >= 0).any():
-        _check_indices(cvn_a[cvn_a >= 0], len(vn_rows), "normal")
-    has_vt = faces_with_slash and (cvt_a >= 0).any()
-    has_vn = faces_with_slash and (cvn_a >= 0).any()
+    _check_indices(cvt_a[cvt_a >= 0], len(vt_width), "texture coordinate")
+    _check_indices(cvn_a[cvn_a >= 0], len(vn_width), "normal")
+    has_vt = bool((cvt_a >= 0).any())
+    has_vn = bool((cvn_a >= 0).any())
     vertex_of_corner = cv_a
     source = np.arange(V, dtype=np.int64)  # source `v` record of each output vertex
     corner_vt = np.full(V, -1, np.int64)
@@ -725,7 +766,7 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
         unused = np.ones(V, bool)
         unused[uniq_v] = False
         if unused.any():
-            for corner, attr_of, n_rows in ((cvt_a, corner_vt, len(vt_rows)), (cvn_a, corner_vn, len(vn_rows))):
+            for corner, attr_of, n_rows in ((cvt_a, corner_vt, len(vt_width)), (cvn_a, corner_vn, len(vn_width))):
                 if n_rows == V and np.array_equal(corner, cv_a):
                     attr_of[unused] = np.flatnonzero(unused)
         mismatch = (cvt_a != corner_vt[cv_a]) | (cvn_a != corner_vn[cv_a])
@@ -747,13 +788,13 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
             )
     attrs: dict[str, np.ndarray] = {}
     if has_vn:
-        vn = np.array([r[:3] for r in vn_rows], dtype=np.float64).astype(np.float32)
+        vn = _obj_table(vn_tok, vn_width, 3).astype(np.float32)
         nrm = np.zeros((source.size, 3), np.float32)
         ok = corner_vn >= 0
         nrm[ok] = vn[corner_vn[ok]]
         attrs[ATTR_NORMAL] = nrm
     if has_vt:
-        vt = np.array([(r + ["0"])[:2] for r in vt_rows], dtype=np.float64).astype(np.float32)
+        vt = _obj_table(vt_tok, vt_width, 2).astype(np.float32)
         uv = np.zeros((source.size, 2), np.float32)
         ok = corner_vt >= 0
         uv[ok] = vt[corner_vt[ok]]
@@ -766,11 +807,8 @@ def _read_obj(data: bytes, path: Path) -> list[Mesh]:
             warnings.warn(f"{path}: attribute {name!r} has {len(rows)} rows for {V} vertices; ignored", stacklevel=3)
             continue
         dtype = np.dtype(dt)
-        if dtype.kind == "f":
-            arr = np.array(" ".join(rows).split(), dtype=np.float64).astype(dtype)
-        else:
-            arr = np.array(" ".join(rows).split(), dtype=np.int64).astype(dtype)
-        arr = arr.reshape(V, ncomp) if ncomp else arr.reshape(V)
+        arr = _parse_numbers(" ".join(rows).split(), np.float64 if dtype.kind == "f" else np.int64)
+        arr = arr.astype(dtype).reshape((V, ncomp) if ncomp else V)
         attrs[name] = arr[source]
     tris = _polygons_to_triangles(np.asarray(sizes), vertex_of_corner, path)
     return [Mesh(positions[source], tris, name=path.stem, attributes=attrs,
@@ -967,6 +1005,8 @@ _COMPONENT = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 51
 _COMPONENT_OF = {np.dtype(v): k for k, v in _COMPONENT.items()}
 _NCOMP = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
 _TYPE_OF = {1: "SCALAR", 2: "VEC2", 3: "VEC3", 4: "VEC4", 9: "MAT3", 16: "MAT4"}
+_SEMANTIC_WIDTHS = {"NORMAL": (3,), "TANGENT": (4,), "TEXCOORD": (2,), "COLOR": (3, 4),
+                    "JOINTS": (4,), "WEIGHTS": (4,)}
 _UNSUPPORTED_EXT = {"KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression"}
 # Extensions known not to refer to accessors or buffer views: with only these in a file,
 # accessors and buffer views that nothing uses any more are dropped on save.
@@ -1378,6 +1418,8 @@ def _gltf_attribute(key: str, a: np.ndarray, path: Path) -> tuple[str, np.ndarra
     base = re.sub(r"_\d+$", "", sem)
     a2 = a.reshape(a.shape[0], -1) if a.ndim > 2 else a
     ncomp = 1 if a2.ndim == 1 else a2.shape[1]
+    if a2.ndim == 1 or ncomp not in _SEMANTIC_WIDTHS.get(base, (ncomp,)):
+        sem, base = "_" + key, "_" + key  # not the semantic's shape: a custom attribute
     if ncomp not in _TYPE_OF or (ncomp in (9, 16) and a2.dtype.kind != "f") or a2.dtype.kind not in "biuf":
         warnings.warn(f"{path}: attribute {key!r} {a.shape} {a.dtype} cannot be stored in glTF; dropped",
                       stacklevel=4)
@@ -1526,6 +1568,10 @@ def _write_gltf_into_source(meshes: list[Mesh], path: Path, source: Path) -> byt
         attrs, indices, targets = _primitive_accessors(m, builder, path)
         prim["attributes"] = attrs
         prim["indices"] = indices
+        for ext in _UNSUPPORTED_EXT:  # compressed copies of the old geometry
+            prim.get("extensions", {}).pop(ext, None)
+        if prim.get("extensions") == {}:
+            prim.pop("extensions")
         if "mode" in prim:
             prim["mode"] = 4
         if targets or "targets" in prim:

@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 
 import meshes
 from meshopt_batch.errors import MeshError
-from meshopt_batch.io import _load_gltf_document, _read_accessor, load_mesh, load_meshes, save_mesh
+from meshopt_batch.io import (
+    _load_gltf_document,
+    _read_accessor,
+    load_mesh,
+    load_meshes,
+    save_mesh,
+)
 from meshopt_batch.mesh import Mesh, concatenate, fit_index_dtype
 
 
