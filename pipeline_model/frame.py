@@ -63,6 +63,11 @@ SUBPIXEL_SCALE = 1 << SUBPIXEL_BITS  # 256 steps per pixel
 #: Names of ``colour_kind`` codes.
 COLOUR_KINDS = {"flat": 0, "checker": 1, "stripes": 2, "noise": 3, "lit": 4}
 
+#: Largest |x|, |y| in pixels: keeps the raster's 64-bit fixed-point edge functions exact.
+#: (The GL cross-check feeds positions exactly only within a 16384-pixel guard-band viewport,
+#: so a geometry stage that wants exact GL agreement clips x/y to about [-7000, W + 7000].)
+MAX_COORD = float(2**21)
+
 DEFAULT_WIDTH = 1196
 DEFAULT_HEIGHT = 768
 DEFAULT_TILE = 16
@@ -229,8 +234,9 @@ class FrameGeometry:
         if n:
             if not np.all(np.isfinite(self.xy)):
                 raise ValueError("FrameGeometry.xy: non-finite coordinates")
-            if np.any(np.abs(self.xy) > 2.0**22):
-                raise ValueError("FrameGeometry.xy: coordinates beyond +-4M pixels (fixed point range)")
+            if np.any(np.abs(self.xy) > MAX_COORD):
+                raise ValueError(f"FrameGeometry.xy: coordinates beyond +-{MAX_COORD:.0f} pixels "
+                                 "(64-bit fixed-point edge functions); clip to a guard band")
             s = self.xy * SUBPIXEL_SCALE
             if not np.array_equal(s, np.round(s)):
                 raise ValueError("FrameGeometry.xy: not snapped to the 1/256-pixel grid "

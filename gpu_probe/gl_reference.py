@@ -1,0 +1,512 @@
+"""GL reference for the pipeline model's raster stage (issue 9).
+
+Renders a frame's triangles (a :class:`pipeline_model.frame.FrameGeometry`) through moderngl on
+the local OpenGL (Mesa llvmpipe on our machines and CI) and counts, with atomics in the fragment
+shader, the fragments shaded per pixel and per triangle under an early depth test
+(``layout(early_fragment_tests) in;``), plus the covered pixels with depth testing off. The model's
+counts are then compared pixel by pixel with :func:`check_frame_against_gl`.
+
+How the exact positions reach GL
+--------------------------------
+* The model's window coordinates are on the 1/256-pixel grid (llvmpipe has 8 sub-pixel bits).
+  Each vertex is sent as NDC with ``w = 1`` through a *guard-band viewport*: a viewport with a
+  power-of-two size ``S`` (at most ``GL_MAX_VIEWPORT_DIMS``, 16384) and an integer origin at or
+  left of / below every vertex. Then ``ndc = (x - origin) / (S/2) - 1`` is exact in float32 and
+  GL's viewport transform gives back exactly ``x``; no vertex is clipped in x/y (clipping would
+  move vertices off the grid and change a few dozen fragments per frame); the framebuffer bounds
+  do the cutting.
+* y: the model's y runs down from the top of the screen; GL's window y runs up, so GL receives
+  ``H - y`` and rows are flipped on read-back.
+* z: ``glClipControl(GL_LOWER_LEFT, GL_ZERO_TO_ONE)`` makes NDC z equal window z with the default
+  depth range, so the model's float32 window depth reaches the rasterizer unchanged. The depth
+  buffer is ``GL_DEPTH_COMPONENT32F`` so depth comparisons are float32 comparisons, as in the model.
+
+Limits: a frame whose vertices span more than 16384 pixels in x or y cannot be fed exactly (GL
+clips those triangles in x/y); :func:`check_frame_against_gl` names such triangles when a pixel
+differs. The one place the model may legitimately differ from llvmpipe is depth *near-ties*
+between fragments of different triangles whose float32 depths are within a few ulps; the model
+reproduces llvmpipe's float32 plane evaluation, so none remain in our tests, but the check
+re-evaluates competing depths and labels such pixels if they appear.
+
+Use from the simulate command
+-----------------------------
+Per frame: ``check_frame_against_gl(frame, model_result=None, tiles=None)`` -> dict with
+``frame, coverage_diff_pixels, shaded_diff_pixels, shaded_total_model, shaded_total_gl,
+depth_diff_pixels, explanations`` (a list of short strings, empty when everything matches).
+``model_result`` is a baseline :class:`pipeline_model.raster.RasterResult` of the same frame
+(full rate, program order, no skip / prefill); when omitted it is computed. ``renderer()`` gives
+the GL renderer string for the ``"gl_check"`` block. ``gl_available()`` says whether a context can
+be made (tests skip otherwise). :func:`check_frames_against_gl` loops over an iterable of frames.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "GLCounts",
+    "gl_available",
+    "renderer",
+    "render_counts",
+    "render_image",
+    "check_frame_against_gl",
+    "check_frames_against_gl",
+]
+
+GL_DEPTH_COMPONENT32F = 0x8CAC
+GL_RGBA8 = 0x8058
+GL_FRAMEBUFFER = 0x8D40
+GL_RENDERBUFFER = 0x8D41
+GL_COLOR_ATTACHMENT0 = 0x8CE0
+GL_DEPTH_ATTACHMENT = 0x8D00
+GL_FRAMEBUFFER_COMPLETE = 0x8CD5
+GL_LOWER_LEFT = 0x8CA1
+GL_ZERO_TO_ONE = 0x935F
+GL_NEGATIVE_ONE_TO_ONE = 0x935E
+GL_FRAMEBUFFER_BINDING = 0x8CA6
+
+MAX_VIEWPORT = 16384
+
+_VS = """
+#version 430
+in vec3 in_pos;
+void main() { gl_Position = vec4(in_pos, 1.0); }
+"""
+
+_FS_COUNT = """
+#version 430
+%s
+layout(std430, binding = 0) buffer PixelCounts { uint pix[]; };
+layout(std430, binding = 1) buffer TriCounts { uint tri[]; };
+uniform int width;
+uniform int tri_base;
+out vec4 colour;
+void main() {
+    ivec2 p = ivec2(gl_FragCoord.xy);
+    atomicAdd(pix[p.y * width + p.x], 1u);
+    atomicAdd(tri[tri_base + gl_PrimitiveID], 1u);
+    colour = vec4(1.0);
+}
+"""
+
+_FS_PLAIN = """
+#version 430
+flat in int v_draw;
+out vec4 colour;
+void main() {
+    float k = float(v_draw % 251) / 251.0;
+    colour = vec4(k, 1.0 - k, 0.5, 1.0);
+}
+"""
+
+_VS_PLAIN = """
+#version 430
+in vec3 in_pos;
+in int in_draw;
+flat out int v_draw;
+void main() { gl_Position = vec4(in_pos, 1.0); v_draw = in_draw; }
+"""
+
+
+class _GL:
+    """Lazily created moderngl context + raw GL entry points moderngl does not expose."""
+
+    _instance = None
+    _failed: str | None = None
+
+    def __init__(self):
+        import moderngl
+
+        self.moderngl = moderngl
+        self.ctx = moderngl.create_standalone_context(backend="egl", require=430)
+        egl = ctypes.CDLL("libEGL.so.1")
+        egl.eglGetProcAddress.restype = ctypes.c_void_p
+        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+
+        def fn(name, restype, *args):
+            addr = egl.eglGetProcAddress(name.encode())
+            if not addr:
+                raise RuntimeError(f"GL entry point {name} not found")
+            return ctypes.CFUNCTYPE(restype, *args)(addr)
+
+        u, i, pu = ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint)
+        self.glClipControl = fn("glClipControl", None, u, u)
+        self.glGenFramebuffers = fn("glGenFramebuffers", None, i, pu)
+        self.glGenRenderbuffers = fn("glGenRenderbuffers", None, i, pu)
+        self.glBindFramebuffer = fn("glBindFramebuffer", None, u, u)
+        self.glBindRenderbuffer = fn("glBindRenderbuffer", None, u, u)
+        self.glRenderbufferStorage = fn("glRenderbufferStorage", None, u, u, i, i)
+        self.glFramebufferRenderbuffer = fn("glFramebufferRenderbuffer", None, u, u, u, u)
+        self.glCheckFramebufferStatus = fn("glCheckFramebufferStatus", u, u)
+        self.glDeleteFramebuffers = fn("glDeleteFramebuffers", None, i, pu)
+        self.glDeleteRenderbuffers = fn("glDeleteRenderbuffers", None, i, pu)
+        self.glFinish = fn("glFinish", None)
+        self._fbos: dict[tuple[int, int], object] = {}
+        self.prog_count_early = self.ctx.program(vertex_shader=_VS,
+                                                 fragment_shader=_FS_COUNT % "layout(early_fragment_tests) in;")
+        self.prog_plain = self.ctx.program(vertex_shader=_VS_PLAIN, fragment_shader=_FS_PLAIN)
+
+    @classmethod
+    def get(cls) -> "_GL":
+        if cls._instance is None:
+            if cls._failed is not None:
+                raise RuntimeError(cls._failed)
+            try:
+                cls._instance = cls()
+            except Exception as exc:  # no EGL / no GL 4.3
+                cls._failed = f"no OpenGL 4.3 context: {exc}"
+                raise RuntimeError(cls._failed) from exc
+        return cls._instance
+
+    def framebuffer(self, width: int, height: int):
+        """A cached FBO with an RGBA8 colour and a 32-bit float depth renderbuffer."""
+        key = (width, height)
+        if key in self._fbos:
+            return self._fbos[key]
+        rb = (ctypes.c_uint * 2)()
+        self.glGenRenderbuffers(2, rb)
+        self.glBindRenderbuffer(GL_RENDERBUFFER, rb[0])
+        self.glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, width, height)
+        self.glBindRenderbuffer(GL_RENDERBUFFER, rb[1])
+        self.glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT32F, width, height)
+        fb = ctypes.c_uint(0)
+        self.glGenFramebuffers(1, ctypes.byref(fb))
+        self.glBindFramebuffer(GL_FRAMEBUFFER, fb.value)
+        self.glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, rb[0])
+        self.glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, rb[1])
+        status = self.glCheckFramebufferStatus(GL_FRAMEBUFFER)
+        if status != GL_FRAMEBUFFER_COMPLETE:
+            raise RuntimeError(f"framebuffer incomplete: 0x{status:x}")
+        fbo = self.ctx.detect_framebuffer(fb.value)
+        self._fbos[key] = fbo
+        return fbo
+
+
+def gl_available() -> bool:
+    """True when an OpenGL 4.3 context can be created (EGL, headless)."""
+    try:
+        _GL.get()
+        return True
+    except Exception:
+        return False
+
+
+def renderer() -> str:
+    """The GL renderer string, e.g. ``llvmpipe (LLVM 15.0.6, 256 bits)``."""
+    ctx = _GL.get().ctx
+    return f"{ctx.info['GL_RENDERER']} / {ctx.info['GL_VERSION']}"
+
+
+# --------------------------------------------------------------------------------- geometry feed
+@dataclass
+class _Viewport:
+    ox: int
+    oy: int
+    sx: int
+    sy: int
+    exact: bool  # every vertex inside the viewport (no x/y clipping)
+
+
+def _guard_band(lo: float, hi: float, screen: int) -> tuple[int, int, bool]:
+    lo = min(lo, 0.0)
+    hi = max(hi, float(screen))
+    origin = int(math.floor(lo)) - 1
+    need = hi - origin + 1
+    size = 1 << max(1, int(math.ceil(math.log2(need))))
+    exact = size <= MAX_VIEWPORT
+    if not exact:
+        size = MAX_VIEWPORT
+        # centre the viewport on the screen; vertices beyond it get clipped by GL
+        origin = -((MAX_VIEWPORT - screen) // 2)
+    return origin, size, exact
+
+
+def _ndc_vertices(frame) -> tuple[np.ndarray, _Viewport]:
+    """(N*3, 3) float32 NDC positions whose viewport transform is exact, and the viewport."""
+    w, h = frame.width, frame.height
+    xy = frame.xy.reshape(-1, 2)
+    x = xy[:, 0]
+    yg = h - xy[:, 1]  # GL window y (up)
+    if x.size:
+        ox, sx, ex = _guard_band(float(x.min()), float(x.max()), w)
+        oy, sy, ey = _guard_band(float(yg.min()), float(yg.max()), h)
+    else:
+        ox, sx, ex = -1, 2 * max(w, h), True
+        oy, sy, ey = -1, 2 * max(w, h), True
+        sx = sy = 1 << int(math.ceil(math.log2(sx)))
+    nx = (x - ox) / (sx / 2.0) - 1.0
+    ny = (yg - oy) / (sy / 2.0) - 1.0
+    out = np.empty((x.size, 3), np.float32)
+    out[:, 0] = nx
+    out[:, 1] = ny
+    out[:, 2] = frame.z.reshape(-1)
+    vp = _Viewport(ox, oy, sx, sy, ex and ey)
+    if vp.exact:
+        # the round trip NDC -> window must be exact (it is whenever |x - origin| < 2^15)
+        back_x = out[:, 0].astype(np.float64) * (sx / 2.0) + (ox + sx / 2.0)
+        back_y = out[:, 1].astype(np.float64) * (sy / 2.0) + (oy + sy / 2.0)
+        if not (np.array_equal(back_x, x) and np.array_equal(back_y, yg)):
+            vp.exact = False
+    return out, vp
+
+
+def _state_runs(frame) -> list[tuple[int, int, bool, bool]]:
+    """Consecutive triangle ranges with the same (depth_test, depth_write): (start, end, dt, dw)."""
+    n = frame.n_triangles
+    if n == 0:
+        return []
+    dt = frame.depth_test[frame.draw]
+    dw = frame.depth_write[frame.draw] & dt
+    key = dt.astype(np.int8) * 2 + dw.astype(np.int8)
+    cut = np.flatnonzero(np.diff(key)) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [n]])
+    return [(int(s), int(e), bool(dt[s]), bool(dw[s])) for s, e in zip(starts, ends)]
+
+
+_DEPTH_FUNCS = {"less": "<", "lequal": "<=", "greater": ">", "gequal": ">=", "equal": "==",
+                "notequal": "!=", "always": "1", "never": "0"}
+
+
+@dataclass
+class GLCounts:
+    """Per-pixel (y down, row 0 = top) and per-triangle counts from the GL reference."""
+
+    shaded: np.ndarray        # uint32 (H, W): fragments shaded with the early depth test
+    covered: np.ndarray       # uint32 (H, W): fragments with depth testing off (coverage)
+    shaded_per_tri: np.ndarray   # uint32 (N,)
+    covered_per_tri: np.ndarray  # uint32 (N,)
+    depth: np.ndarray         # float32 (H, W): final depth buffer
+    viewport_exact: bool      # no vertex was outside the guard-band viewport
+    renderer: str
+
+
+def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
+                  coverage: bool = True) -> GLCounts:
+    """Render ``frame`` through GL in program order and count fragments with atomics.
+
+    Per-draw depth state is honoured: draws with ``depth_test`` False are drawn with the depth
+    test disabled, draws with ``depth_write`` False (NWOZ) test but do not write. Blending does
+    not change which fragments are shaded, so every draw is rendered opaque.
+    """
+    g = _GL.get()
+    ctx, mgl = g.ctx, g.moderngl
+    w, h, n = frame.width, frame.height, frame.n_triangles
+    verts, vp = _ndc_vertices(frame)
+    fbo = g.framebuffer(w, h)
+    prog = g.prog_count_early
+    prog["width"].value = w
+    vbo = ctx.buffer(verts.tobytes() if n else b"\0" * 12)
+    vao = ctx.vertex_array(prog, [(vbo, "3f", "in_pos")])
+    pix = ctx.buffer(reserve=4 * w * h)
+    tri = ctx.buffer(reserve=4 * max(n, 1))
+    pix.bind_to_storage_buffer(0)
+    tri.bind_to_storage_buffer(1)
+
+    def run_pass(depth_on: bool):
+        pix.clear()
+        tri.clear()
+        fbo.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
+        fbo.use()
+        ctx.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
+        g.glClipControl(GL_LOWER_LEFT, GL_ZERO_TO_ONE)
+        fbo.depth_mask = True
+        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=clear_depth, viewport=(0, 0, w, h))
+        ctx.disable(mgl.BLEND | mgl.CULL_FACE)
+        ctx.depth_func = _DEPTH_FUNCS[depth_func]
+        for s, e, dt, dw in (_state_runs(frame) if depth_on else [(0, n, False, False)] if n else []):
+            if dt:
+                ctx.enable(mgl.DEPTH_TEST)
+            else:
+                ctx.disable(mgl.DEPTH_TEST)
+            fbo.depth_mask = bool(dw)
+            prog["tri_base"].value = s
+            vao.render(mgl.TRIANGLES, vertices=3 * (e - s), first=3 * s)
+        fbo.depth_mask = True
+        g.glFinish()
+        p = np.frombuffer(pix.read(), np.uint32).reshape(h, w)[::-1].copy()
+        t = np.frombuffer(tri.read(), np.uint32)[:n].copy()
+        return p, t
+
+    try:
+        shaded, shaded_tri = run_pass(True)
+        depth = np.frombuffer(fbo.read(attachment=-1, dtype="f4", components=1), np.float32)
+        depth = depth.reshape(h, w)[::-1].copy()
+        if coverage:
+            covered, covered_tri = run_pass(False)
+        else:
+            covered = np.zeros((h, w), np.uint32)
+            covered_tri = np.zeros(n, np.uint32)
+    finally:
+        g.glClipControl(GL_LOWER_LEFT, GL_NEGATIVE_ONE_TO_ONE)
+        ctx.disable(mgl.DEPTH_TEST)
+        for obj in (vao, vbo, pix, tri):
+            obj.release()
+    return GLCounts(shaded=shaded, covered=covered, shaded_per_tri=shaded_tri,
+                    covered_per_tri=covered_tri, depth=depth, viewport_exact=vp.exact,
+                    renderer=renderer())
+
+
+class GLImageRenderer:
+    """Renders frames through GL with a plain colour shader (no counters): the timing peer.
+
+    Keeps its buffers between frames like an application would; ``render(frame)`` uploads the
+    vertices, draws in program order with each draw's depth state, waits for completion
+    (``glFinish``) and, with ``read=True``, reads the colour image back (y down).
+    """
+
+    def __init__(self):
+        self.g = _GL.get()
+
+    def render(self, frame, read: bool = True, depth_func: str = "less"):
+        g = self.g
+        ctx, mgl = g.ctx, g.moderngl
+        w, h, n = frame.width, frame.height, frame.n_triangles
+        verts, vp = _ndc_vertices(frame)
+        draws = np.repeat(frame.draw.astype(np.int32), 3)
+        fbo = g.framebuffer(w, h)
+        vbo = ctx.buffer(verts.tobytes() if n else b"\0" * 12)
+        dbo = ctx.buffer(draws.tobytes() if n else b"\0" * 4)
+        vao = ctx.vertex_array(g.prog_plain, [(vbo, "3f", "in_pos"), (dbo, "1i", "in_draw")])
+        try:
+            fbo.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
+            fbo.use()
+            ctx.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
+            g.glClipControl(GL_LOWER_LEFT, GL_ZERO_TO_ONE)
+            fbo.depth_mask = True
+            fbo.clear(0.0, 0.0, 0.0, 1.0, depth=1.0, viewport=(0, 0, w, h))
+            ctx.depth_func = _DEPTH_FUNCS[depth_func]
+            for s, e, dt, dw in _state_runs(frame):
+                if dt:
+                    ctx.enable(mgl.DEPTH_TEST)
+                else:
+                    ctx.disable(mgl.DEPTH_TEST)
+                fbo.depth_mask = bool(dw)
+                vao.render(mgl.TRIANGLES, vertices=3 * (e - s), first=3 * s)
+            fbo.depth_mask = True
+            g.glFinish()
+            img = None
+            if read:
+                img = np.frombuffer(fbo.read(components=3, viewport=(0, 0, w, h)), np.uint8)
+                img = img.reshape(h, w, 3)[::-1]
+        finally:
+            g.glClipControl(GL_LOWER_LEFT, GL_NEGATIVE_ONE_TO_ONE)
+            ctx.disable(mgl.DEPTH_TEST)
+            for obj in (vao, vbo, dbo):
+                obj.release()
+        return img
+
+
+def render_image(frame, read: bool = True) -> np.ndarray | None:
+    """One frame through GL with a plain shader (see :class:`GLImageRenderer`)."""
+    return GLImageRenderer().render(frame, read=read)
+
+
+# ------------------------------------------------------------------------------ the check
+def _ulps(a: np.float32, b: np.float32) -> int:
+    ia = int(np.float32(a).view(np.int32))
+    ib = int(np.float32(b).view(np.int32))
+    return abs(ia - ib)
+
+
+def _explain_pixel(frame, tiles, setup, px, py, model_res, gl, kind, depth_func):
+    """A one-line reason for a differing pixel, from re-evaluating its fragments."""
+    from pipeline_model.raster import covers, depth_at
+
+    ti = (py // tiles.tile) * tiles.tiles_x + (px // tiles.tile)
+    cands = [int(t) for t in tiles.tile_triangles(ti) if covers(frame, int(t), px, py, setup)]
+    where = f"pixel ({px},{py})"
+    if kind == "coverage":
+        head = (f"{where}: coverage model {int(model_res.covered[py, px])} vs GL "
+                f"{int(gl.covered[py, px])}")
+        if not gl.viewport_exact:
+            return "xy-clip", head + " -- vertices beyond GL's 16384-px guard band were clipped by GL"
+        return "unexplained", head + f" -- covering triangles {cands[:8]}"
+    # shaded difference: look for near-ties between depth-tested fragments of different triangles
+    zs = [(t, depth_at(frame, t, px, py, setup)) for t in cands
+          if frame.depth_test[frame.draw[t]]]
+    ties = []
+    for i in range(len(zs)):
+        for j in range(i + 1, len(zs)):
+            u = _ulps(zs[i][1], zs[j][1])
+            if u <= 8:
+                ties.append((zs[i][0], zs[j][0], u))
+    head = (f"{where}: shaded model {int(model_res.shaded[py, px])} vs GL "
+            f"{int(gl.shaded[py, px])}")
+    if ties:
+        a, b, u = ties[0]
+        return "depth-near-tie", (head + f" -- depth near-tie between triangles {a} and {b} "
+                                  f"({u} ulp apart): near-coplanar surfaces, float32 depth precision")
+    if int(model_res.covered[py, px]) != int(gl.covered[py, px]):
+        return "coverage", head + " -- follows from a coverage difference at this pixel"
+    return "unexplained", head + f" -- fragments (triangle, depth): {[(t, float(z)) for t, z in zs[:6]]}"
+
+
+def check_frame_against_gl(frame, model_result=None, tiles=None, *, frame_index=None,
+                           depth_func: str = "less", max_explanations: int = 20) -> dict:
+    """Compare the model's baseline raster of ``frame`` with the GL reference, pixel by pixel.
+
+    Parameters
+    ----------
+    frame : FrameGeometry
+    model_result : RasterResult of ``render_frame(frame, tiles)`` at full rate in program order
+        (the baseline). Computed when omitted.
+    tiles : TileLists of the frame (computed when omitted; used for the explanations).
+    frame_index : stored in the ``"frame"`` field of the answer.
+
+    Returns
+    -------
+    dict with ``frame, coverage_diff_pixels, shaded_diff_pixels, shaded_total_model,
+    shaded_total_gl, covered_total_model, covered_total_gl, depth_diff_pixels, viewport_exact,
+    explanations`` (one line per differing pixel, at most ``max_explanations``, then a summary
+    line per reason) and ``reasons`` (count per reason).
+    """
+    from pipeline_model.binning import bin_triangles
+    from pipeline_model.raster import render_frame, setup_triangles
+
+    if tiles is None:
+        tiles = bin_triangles(frame)
+    if model_result is None:
+        model_result = render_frame(frame, tiles, depth_func=depth_func)
+    gl = render_counts(frame, depth_func=depth_func)
+    cov_diff = model_result.covered.astype(np.int64) != gl.covered.astype(np.int64)
+    sh_diff = model_result.shaded.astype(np.int64) != gl.shaded.astype(np.int64)
+    geo = (model_result.covered > 0) | (gl.covered > 0)
+    depth_diff = geo & (model_result.depth.view(np.uint32) != gl.depth.view(np.uint32))
+    out = {
+        "frame": frame_index,
+        "coverage_diff_pixels": int(cov_diff.sum()),
+        "shaded_diff_pixels": int(sh_diff.sum()),
+        "shaded_total_model": int(model_result.shaded.sum()),
+        "shaded_total_gl": int(gl.shaded.sum()),
+        "covered_total_model": int(model_result.covered.sum()),
+        "covered_total_gl": int(gl.covered.sum()),
+        "depth_diff_pixels": int(depth_diff.sum()),
+        "viewport_exact": bool(gl.viewport_exact),
+        "explanations": [],
+        "reasons": {},
+    }
+    if cov_diff.any() or sh_diff.any():
+        setup = setup_triangles(frame)
+        reasons: dict[str, int] = {}
+        lines = []
+        for kind, mask in (("coverage", cov_diff), ("shaded", sh_diff & ~cov_diff)):
+            for py, px in zip(*np.nonzero(mask)):
+                r, line = _explain_pixel(frame, tiles, setup, int(px), int(py), model_result, gl,
+                                         kind, depth_func)
+                reasons[r] = reasons.get(r, 0) + 1
+                if len(lines) < max_explanations:
+                    lines.append(line)
+        lines += [f"{n} pixel(s): {r}" for r, n in sorted(reasons.items())]
+        out["explanations"] = lines
+        out["reasons"] = reasons
+    return out
+
+
+def check_frames_against_gl(frames, **kw) -> list[dict]:
+    """:func:`check_frame_against_gl` over an iterable of frames (``frame`` = index)."""
+    return [check_frame_against_gl(f, frame_index=i, **kw) for i, f in enumerate(frames)]
