@@ -356,7 +356,11 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
                     vals = rec[f"p{i}"].reshape(count, -1) if n else np.zeros((count, 0), lt)
                     cols[name] = (np.full(count, n, np.int64), vals.reshape(-1))
             return cols, pos + dt.itemsize * count
-    # Slow path: lists of varying length, one record at a time.
+    if len(props) == 1:  # one list of varying length (n-gon faces): walk the counts only
+        name, t, lt = props[0]
+        value, end = _ply_walk_list(buf, pos, count, np.dtype(endian + t), np.dtype(endian + lt), el["name"])
+        return {name: value}, end
+    # Slow path: lists of varying length with other properties, one record at a time.
     sizes: dict[str, list[int]] = {p[0]: [] for p in props if p[2] is not None}
     chunks: dict[str, list[np.ndarray]] = {p[0]: [] for p in props if p[2] is not None}
     scalars: dict[str, list] = {p[0]: [] for p in props if p[2] is None}
@@ -386,6 +390,31 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
             flat = np.concatenate(chunks[name]) if chunks[name] else np.zeros(0, lt)
             cols[name] = (np.asarray(sizes[name], np.int64), flat)
     return cols, pos
+
+
+def _ply_walk_list(buf: memoryview, pos: int, count: int, tdt: np.dtype, ldt: np.dtype, what: str):
+    """(sizes, flat values) of ``count`` binary records holding one list each."""
+    cs, isz = tdt.itemsize, ldt.itemsize
+    order = "big" if tdt.byteorder == ">" else "little"
+    sizes = np.empty(count, np.int64)
+    starts = np.empty(count, np.int64)
+    end = len(buf)
+    off = pos
+    for i in range(count):
+        if off + cs > end:
+            raise _Refuse(f"PLY data ends inside element {what!r}")
+        n = buf[off] if cs == 1 else int.from_bytes(buf[off : off + cs], order, signed=tdt.kind == "i")
+        if n < 0:
+            raise _Refuse(f"negative list length in element {what!r}")
+        sizes[i] = n
+        starts[i] = off + cs
+        off += cs + n * isz
+    if off > end:
+        raise _Refuse(f"PLY data ends inside element {what!r}")
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    byte_at = np.repeat(starts, sizes) + within * isz
+    raw = np.frombuffer(buf, np.uint8)[byte_at[:, None] + np.arange(isz)]
+    return (sizes, raw.reshape(-1).view(ldt)), off
 
 
 def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[dict, int]:
@@ -1067,6 +1096,13 @@ def _parse_glb(data: bytes) -> tuple[dict, bytes | None]:
     return doc, bin_chunk
 
 
+def _data_uri(uri: str) -> tuple[bytes, str | None]:
+    """Contents and media type of a ``data:`` URI."""
+    head, _, payload = uri.partition(",")
+    raw = base64.b64decode(payload) if head.endswith(";base64") else urllib.parse.unquote_to_bytes(payload)
+    return raw, head[5:].split(";")[0] or None
+
+
 def _load_gltf_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
     """The glTF JSON and the bytes of every buffer."""
     if data[:4] == _GLB_MAGIC:
@@ -1092,8 +1128,7 @@ def _load_gltf_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
                 raise _Refuse(f"buffer {i} has no data")
             raw = bin_chunk
         elif uri.startswith("data:"):
-            head, _, payload = uri.partition(",")
-            raw = base64.b64decode(payload) if head.endswith(";base64") else urllib.parse.unquote_to_bytes(payload)
+            raw, _ = _data_uri(uri)
         else:
             bpath = path.parent / urllib.parse.unquote(uri)
             try:
@@ -1529,7 +1564,6 @@ def _write_gltf_into_source(meshes: list[Mesh], path: Path, source: Path) -> byt
             raise _Refuse(f"source {source} has {len(slots)} triangle primitives, got {len(meshes)} meshes")
         wanted = slots
     doc = copy.deepcopy(doc)
-    n_old_views = len(doc.get("bufferViews", []))
     n_old_acc = len(doc.get("accessors", []))
     # 1. old buffer views, copied into one new buffer (same view numbers for now)
     builder = _BinBuilder(doc)
@@ -1546,9 +1580,7 @@ def _write_gltf_into_source(meshes: list[Mesh], path: Path, source: Path) -> byt
             continue
         try:
             if uri.startswith("data:"):
-                head, _, payload = uri.partition(",")
-                raw = base64.b64decode(payload) if head.endswith(";base64") else urllib.parse.unquote_to_bytes(payload)
-                mime = head[5:].split(";")[0] or None
+                raw, mime = _data_uri(uri)
             else:
                 raw = (source.parent / urllib.parse.unquote(uri)).read_bytes()
                 mime = None
@@ -1587,7 +1619,7 @@ def _write_gltf_into_source(meshes: list[Mesh], path: Path, source: Path) -> byt
     # 4. drop what nothing uses any more (only when every extension is known not to refer to it)
     used_ext = set(doc.get("extensionsUsed", []))
     if all(_SAFE_EXT.fullmatch(e) for e in used_ext):
-        _drop_unused(doc, n_old_acc, n_old_views)
+        _drop_unused(doc, n_old_acc)
     bin_data = builder.bytes()
     if doc.get("bufferViews"):
         bin_data = _compact_views(doc, bin_data)
@@ -1628,7 +1660,7 @@ def _accessor_refs(doc: dict) -> list[tuple[Any, Any]]:
     return refs
 
 
-def _drop_unused(doc: dict, n_old_acc: int, n_old_views: int) -> None:
+def _drop_unused(doc: dict, n_old_acc: int) -> None:
     """Remove accessors and buffer views that nothing refers to any more; renumber."""
     refs = _accessor_refs(doc)
     used = {int(c[k]) for c, k in refs}
