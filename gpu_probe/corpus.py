@@ -123,9 +123,9 @@ def optimize_order(triangles, vertex_count: int) -> tuple[np.ndarray, str]:
 
 
 def ordered(draw: Draw, order: str, seed: int = 0) -> np.ndarray:
-    """The draw's triangles in ``order`` (one of :data:`ORDERS`)."""
+    """The draw's triangles in ``order`` (one of :data:`ORDERS`), as a new writable array."""
     if order == "original":
-        return draw.triangles
+        return np.array(draw.triangles, dtype=np.uint32, copy=True)
     if order == "shuffled":
         rng = np.random.default_rng(seed)
         return draw.triangles[rng.permutation(draw.triangle_count)]

@@ -62,3 +62,24 @@ def segment_vertices(indices, segment_size: int = SEGMENT_SIZE) -> list[np.ndarr
     """Distinct vertices of each segment (the lower bound of its invocations)."""
     flat = np.asarray(indices).reshape(-1)
     return [np.unique(flat[s:s + segment_size]) for s in range(0, flat.size, segment_size)]
+
+
+def fetch_sequence(indices, segment_size: int = SEGMENT_SIZE, slots: int = SLOTS):
+    """The vertices shaded by each segment, in shading order (the misses).
+
+    llvmpipe shades a segment's fetched vertices in this order, ``subgroup_size`` lanes at
+    a time, so the waves captured by :func:`gpu_probe.waves.capture_waves` are exactly
+    these lists cut into pieces of 8.
+    """
+    flat = [int(v) for v in np.asarray(indices).reshape(-1)]
+    out = []
+    for start in range(0, len(flat), segment_size):
+        table = [-1] * slots
+        seq = []
+        for v in flat[start:start + segment_size]:
+            s = v % slots
+            if table[s] != v:
+                table[s] = v
+                seq.append(v)
+        out.append(seq)
+    return out

@@ -1,0 +1,258 @@
+"""``meshopt-batch probe``: measure real vertex-shader invocations on this machine's GPU.
+
+Prints the renderer, the measured invocations / ASR of MESH next to every profile's
+prediction, and with ``--experiments`` / ``--fit`` the batch-identification experiments of
+paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import MeshoptBatchError
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "probe", help="measure vertex-shader invocations on this GPU; find its batching rules",
+        description="Measure the vertex-shader invocations of MESH on this machine's GPU "
+        "(headless OpenGL through moderngl/EGL; Mesa llvmpipe without a GPU) and compare "
+        "with every profile's prediction. --experiments runs the batch-identification "
+        "experiments of paper 001 sec. 3.3; --fit turns them into a profile and checks it.",
+    )
+    p.add_argument("mesh", nargs="?", help="mesh to measure (OBJ, PLY, OFF, STL, glTF, GLB)")
+    p.add_argument("--profile", "-p", action="append", dest="profiles", metavar="P",
+                   help="profile to compare (repeatable; default: every built-in profile)")
+    p.add_argument("--experiments", action="store_true",
+                   help="run the sec. 3.3 experiments and report their step positions")
+    p.add_argument("--fit", action="store_true",
+                   help="fit a profile from the experiments and verify it (implies "
+                   "--experiments)")
+    p.add_argument("--name", default="fitted", help="name of the fitted profile")
+    p.add_argument("--save-profile", metavar="FILE",
+                   help="write the fitted profile as JSON (implies --fit); usable as "
+                   "--profile FILE")
+    p.add_argument("--raw", metavar="FILE",
+                   help="write every raw measurement of the experiments (JSON)")
+    p.add_argument("--waves", action="store_true",
+                   help="also capture which vertices each subgroup/wave shaded (sec. 3.2)")
+    p.add_argument("--index-type", choices=("auto", "uint16", "uint32"), default="auto",
+                   help="index type to draw MESH with (auto: the file's, uint32 if too small)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def _atomic_write(path: str, text: str) -> None:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise MeshoptBatchError(f"{path}: directory {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _index_dtype(choice, draw):
+    import numpy as np
+
+    if choice == "uint16":
+        if draw.vertex_count > 65536:
+            raise MeshoptBatchError(f"{draw.name}: {draw.vertex_count} vertices do not fit "
+                                    "16-bit indices")
+        return np.uint16
+    if choice == "uint32":
+        return np.uint32
+    return draw.index_dtype if draw.vertex_count <= 65536 else np.uint32
+
+
+def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
+    """Measure every draw of ``path`` and predict it with ``profiles``."""
+    from gpu_probe.corpus import load_draws
+    from gpu_probe.invocations import measure_invocations
+
+    from ..profiles import get_profile
+    from ..reuse import predict
+
+    draws = load_draws(path)
+    profs = [get_profile(p) for p in profiles]
+    meas, per_draw = [], []
+    tot = {"invocations": 0, "triangles": 0, "vertices": 0, "referenced": 0}
+    preds = {p.name: 0 for p in profs}
+    methods = set()
+    agree = True
+    wave_info = []
+    for d in draws:
+        import numpy as np
+
+        tri = np.array(d.triangles, dtype=np.uint32)
+        m = measure_invocations(tri, d.vertex_count, _index_dtype(index_type, d))
+        meas.append(m)
+        methods.add(m.method)
+        agree &= m.agree
+        tot["invocations"] += m.invocations
+        tot["triangles"] += m.triangles
+        tot["vertices"] += d.vertex_count
+        tot["referenced"] += m.referenced_vertices or 0
+        row = {"name": d.name, "triangles": m.triangles, "vertices": d.vertex_count,
+               "index_type": m.index_type, "invocations": m.invocations, "asr": m.asr,
+               "method": m.method, "seconds": round(m.seconds, 4)}
+        for p in profs:
+            inv = predict(tri, p, d.vertex_count).invocations
+            preds[p.name] += inv
+            row.setdefault("predicted", {})[p.name] = int(inv)
+        per_draw.append(row)
+        if waves:
+            from gpu_probe.waves import capture_waves
+
+            w = capture_waves(tri, d.vertex_count, _index_dtype(index_type, d))
+            wave_info.append({"draw": d.name, **w.to_dict(limit=16)})
+    T = tot["triangles"]
+    asr = tot["invocations"] / T if T else 0.0
+    out = {
+        "mesh": str(path), "triangles": T, "vertices": tot["vertices"],
+        "measured": {
+            "invocations": tot["invocations"], "asr": asr,
+            "atvr": tot["invocations"] / tot["referenced"] if tot["referenced"] else None,
+            "method": " / ".join(sorted(methods)), "counters_agree": bool(agree),
+            "ssbo_invocations": sum(m.ssbo_invocations or 0 for m in meas),
+            "query_invocations": (sum(m.query_invocations for m in meas)
+                                  if all(m.query_invocations is not None for m in meas)
+                                  else None),
+        },
+        "predictions": [
+            {"profile": p.name, "invocations": int(preds[p.name]),
+             "asr": preds[p.name] / T if T else 0.0,
+             "error_asr": (preds[p.name] - tot["invocations"]) / T if T else 0.0,
+             "exact": preds[p.name] == tot["invocations"]}
+            for p in profs
+        ],
+    }
+    if len(draws) > 1:
+        out["draws"] = per_draw
+    if waves:
+        out["waves"] = wave_info
+    return out
+
+
+def run(args) -> int:
+    from gpu_probe.context import gl_info
+
+    from ..profiles import builtin_profile_names, get_profile
+
+    t0 = time.perf_counter()
+    if args.save_profile:
+        args.fit = True
+    if args.fit:
+        args.experiments = True
+    profiles = args.profiles or builtin_profile_names()
+    for spec in profiles:
+        get_profile(spec)
+    if args.mesh and not Path(args.mesh).exists():
+        raise MeshoptBatchError(f"{args.mesh}: no such file")
+    info = gl_info()                   # raises a one-line error when no GL can be created
+    out = {"renderer": info["renderer"], "vendor": info["vendor"], "version": info["version"],
+           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if args.mesh:
+        out.update(probe_mesh(args.mesh, profiles, args.index_type, args.waves))
+    suite = None
+    if args.experiments:
+        from gpu_probe.experiments import run_experiments
+
+        suite = run_experiments()
+        out["experiments"] = {
+            name: {"steps": e.steps[:32], "derived": e.derived, "draws": len(e.totals),
+                   "seconds": round(e.seconds, 3)}
+            for name, e in suite.experiments.items()
+        }
+        out["experiments_seconds"] = round(suite.seconds, 3)
+    if args.fit:
+        from gpu_probe.fit import fit
+
+        meshes = [args.mesh] if args.mesh else []
+        res = fit(suite, name=args.name, meshes=meshes)
+        out["fitted_profile"] = res.profile.to_dict()
+        out["fit"] = {"exact": res.exact, "reasons": res.reasons,
+                      "reproduction_mismatches": sum(v["mismatches"]
+                                                     for v in res.reproduction.values()),
+                      "reproduction_draws": sum(v["draws"] for v in res.reproduction.values()),
+                      "verification": (res.verification.summary()
+                                       if res.verification is not None else None)}
+    if args.raw and suite is not None:
+        _atomic_write(args.raw, json.dumps(suite.to_dict()) + "\n")
+    elif args.raw:
+        raise MeshoptBatchError("--raw needs --experiments or --fit")
+    if args.save_profile:
+        _atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
+    if not args.mesh and not args.experiments:
+        from gpu_probe.waves import subgroup_support
+
+        route, reason = subgroup_support()
+        out["subgroups"] = {"supported": route is not None, "extension": route or "",
+                            "reason": reason}
+        out["pipeline_statistics"] = info["pipeline_statistics"]
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    _print_human(out)
+    return 0
+
+
+def _print_human(out: dict) -> None:
+    print(f"renderer: {out['renderer']} ({out['vendor']}; OpenGL {out['version']})")
+    if "subgroups" in out:
+        s = out["subgroups"]
+        print("pipeline-statistics query: " + ("yes" if out["pipeline_statistics"] else "no"))
+        print("subgroup capture: " + (f"yes ({s['extension']})" if s["supported"]
+                                      else f"unsupported: {s['reason']}"))
+    if "measured" in out:
+        m = out["measured"]
+        print(f"{out['mesh']}: {out['triangles']} triangles, {out['vertices']} vertices")
+        print(f"measured: {m['invocations']} invocations, ASR {m['asr']:.4f} "
+              f"(counted by {m['method']}"
+              + ("" if m["counters_agree"] else "; COUNTERS DISAGREE") + ")")
+        print(f"{'profile':<18}{'predicted':>11}{'ASR':>9}{'error':>9}")
+        for r in out["predictions"]:
+            mark = "  exact" if r["exact"] else ""
+            print(f"{r['profile']:<18}{r['invocations']:>11}{r['asr']:>9.4f}"
+                  f"{r['error_asr']:>+9.4f}{mark}")
+        for w in out.get("waves", []):
+            if w["supported"]:
+                print(f"waves ({w['draw']}): {w['wave_count']} waves of up to "
+                      f"{w['subgroup_size']} lanes via {w['extension']}, "
+                      f"{w['partial_wave_count']} of them partial")
+            else:
+                print(f"waves: unsupported: {w['reason']}")
+    if "experiments" in out:
+        print(f"experiments ({out['experiments_seconds']:.1f} s): step positions")
+        for name, e in out["experiments"].items():
+            steps = e["steps"][:8]
+            more = " ..." if len(e["steps"]) > 8 else ""
+            derived = ", ".join(f"{k}={v}" for k, v in e["derived"].items()
+                                if not isinstance(v, (list, dict)))
+            print(f"  {name:<15} steps {steps}{more}  {derived}")
+    if "fitted_profile" in out:
+        p = out["fitted_profile"]
+        f = out["fit"]
+        print(f"fitted profile '{p['name']}': max_size={p['max_size']} "
+              f"max_uniques={p['max_uniques']} memory={p['memory']} {p['memory_size']}"
+              + (" +16bit" if p["boundary_16bit"] else ""))
+        for r in f["reasons"]:
+            print(f"  {r}")
+        print(f"  reproduces {f['reproduction_draws'] - f['reproduction_mismatches']}/"
+              f"{f['reproduction_draws']} experiment draws exactly")
+        v = f["verification"]
+        if v:
+            print(f"  verification: {v['cases'] - v['mismatches']}/{v['cases']} cases exact, "
+                  f"MSE(ASR) {v['mse_asr']:.3g}, max error {v['max_abs_error']} invocations")

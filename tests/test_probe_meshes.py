@@ -1,0 +1,136 @@
+"""The llvmpipe profile predicts real meshes exactly; renumbering lowers the measured cost.
+
+Uses the shared test meshes (../shared/meshes or $MESHOPT_BATCH_MESHES); skipped when they
+are not there. All of them run by default (a few seconds in all) except the 1.1 M-triangle
+``bunny_sub2``, which is marked slow.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from gpu_probe import context as gctx
+from gpu_probe.corpus import ORDERS, load_draws, optimize_order, ordered, shared_meshes_dir
+from meshopt_batch.optimizers.renumber import (renumber_first_use, renumber_for_direct_cache,
+                                               segment_lower_bound)
+from meshopt_batch.profiles import get_profile
+from meshopt_batch.reuse import predict
+
+HAVE_GL = gctx.gl_available()
+IS_LLVMPIPE = HAVE_GL and gctx.gl_info()["renderer"].startswith("llvmpipe")
+MESHES = shared_meshes_dir()
+
+needs_meshes = pytest.mark.skipif(MESHES is None, reason="shared test meshes not found")
+needs_llvmpipe = pytest.mark.skipif(not IS_LLVMPIPE, reason="needs llvmpipe (GL context)")
+
+FAST_MESHES = ["tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.glb",
+               "armadillo_86k.ply", "tree.ply", "happy_buddha_100k.ply", "dragon_100k.ply"]
+
+
+def _pred(tri, V):
+    return predict(np.array(tri, dtype=np.int64), get_profile("llvmpipe"), V).invocations
+
+
+def _check_mesh_exact(name):
+    from gpu_probe.invocations import measure_invocations
+
+    path = MESHES / name
+    if not path.exists():
+        pytest.skip(f"{name} not in {MESHES}")
+    for draw in load_draws(path):
+        for order in ORDERS:
+            tri = ordered(draw, order, seed=1)
+            m = measure_invocations(tri, draw.vertex_count, draw.index_dtype, per_vertex=False)
+            assert m.invocations == _pred(tri, draw.vertex_count), (draw.name, order)
+
+
+@pytest.mark.gl
+@needs_meshes
+@needs_llvmpipe
+def test_llvmpipe_profile_exact_on_bunny():
+    _check_mesh_exact("bunny.ply")
+
+
+@pytest.mark.gl
+@needs_meshes
+@needs_llvmpipe
+@pytest.mark.parametrize("name", FAST_MESHES)
+def test_llvmpipe_profile_exact_on_shared_meshes(name):
+    _check_mesh_exact(name)
+
+
+@pytest.mark.gl
+@pytest.mark.slow
+@needs_meshes
+@needs_llvmpipe
+def test_llvmpipe_profile_exact_on_a_million_triangles():
+    _check_mesh_exact("bunny_sub2.ply")
+
+
+@pytest.mark.gl
+@pytest.mark.slow
+@needs_meshes
+@needs_llvmpipe
+def test_probe_of_a_million_triangles_under_30_s(capsys):
+    from meshopt_batch import cli
+
+    path = MESHES / "bunny_sub2.ply"
+    if not path.exists():
+        pytest.skip("bunny_sub2.ply missing")
+    t0 = time.perf_counter()
+    assert cli.main(["probe", str(path), "--json"]) == 0
+    assert time.perf_counter() - t0 < 30
+    assert '"exact": true' in capsys.readouterr().out
+
+
+# -- renumbering -------------------------------------------------------------------------------
+
+def test_renumber_is_a_permutation_and_keeps_triangles():
+    rng = np.random.default_rng(2)
+    tris = rng.integers(0, 5000, size=(6000, 3))
+    new, remap = renumber_for_direct_cache(tris, 5200)
+    assert sorted(remap.tolist()) == list(range(5200))
+    assert (remap[new] == tris).all()
+    new2, remap2 = renumber_first_use(tris, 5200)
+    assert (remap2[new2] == tris).all()
+    assert sorted(remap2.tolist()) == list(range(5200))
+
+
+def test_renumber_fixes_slot_conflicts():
+    tris = np.array([[0, 256, 512], [256, 512, 0]] * 10)
+    before = _pred(tris, 513)
+    new, _ = renumber_for_direct_cache(tris, 513)
+    assert _pred(new, 513) == 3 < before
+
+
+def test_renumber_reaches_segment_lower_bound_on_optimized_grid():
+    n = 120                                            # a 120 x 120 grid of quads
+    v = np.arange((n + 1) * (n + 1)).reshape(n + 1, n + 1)
+    a, b, c, d = v[:-1, :-1].ravel(), v[:-1, 1:].ravel(), v[1:, :-1].ravel(), v[1:, 1:].ravel()
+    tris = np.concatenate([np.stack([a, b, c], 1), np.stack([b, d, c], 1)])
+    V = (n + 1) ** 2
+    opt, _ = optimize_order(tris, V)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(V)                          # scramble the numbering first
+    scrambled = perm[opt]
+    new, _ = renumber_for_direct_cache(scrambled, V)
+    assert _pred(new, V) == segment_lower_bound(scrambled) < _pred(scrambled, V)
+
+
+@pytest.mark.gl
+@needs_meshes
+@needs_llvmpipe
+def test_renumber_lowers_measured_bunny_cost():
+    """meshoptimizer order, then renumbering: measured ASR reaches the order's lower bound."""
+    from gpu_probe.invocations import measure_invocations
+
+    draw = load_draws(MESHES / "bunny.ply")[0]
+    opt, _ = optimize_order(draw.triangles, draw.vertex_count)
+    before = measure_invocations(opt, draw.vertex_count, per_vertex=False)
+    new, remap = renumber_for_direct_cache(opt, draw.vertex_count)
+    after = measure_invocations(new, draw.vertex_count, per_vertex=False)
+    assert after.invocations == segment_lower_bound(opt) == _pred(new, draw.vertex_count)
+    assert after.asr < before.asr - 0.02
