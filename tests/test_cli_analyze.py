@@ -1,0 +1,66 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from meshes import shared_mesh_path
+from meshopt_batch.cli import main
+from meshopt_batch.io import load_mesh
+from meshopt_batch.reuse import predict
+
+
+def run_cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "meshopt_batch.cli", *args], capture_output=True, text=True)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def write_obj(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def test_analyze_json_contract(tmp_path, capsys):
+    obj = write_obj(tmp_path / "quad.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3\nf 1 3 4\n")
+    assert main(["analyze", obj, "--profile", "nvidia_gl", "--profile", "fifo:8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"mesh", "triangles", "vertices", "results"}
+    assert out["triangles"] == 2 and out["vertices"] == 4
+    assert [r["profile"] for r in out["results"]] == ["nvidia_gl", "fifo:8"]
+    for r in out["results"]:
+        assert set(r) == {"profile", "invocations", "asr", "acmr", "atvr", "batches"}
+        assert r["invocations"] == 4 and r["asr"] == 2.0 and r["atvr"] == 1.0 and r["batches"] == 1
+
+
+@pytest.mark.parametrize("content, reason", [
+    ("v 0 0 0\nv 1 0 0\n", "no faces"),
+    ("v 0 0 0\nv 1 0 0\nv nan 1 0\nf 1 2 3\n", "NaN"),
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n", "index"),
+    ("", "empty"),
+])
+def test_bad_files_exit_2_with_one_line(tmp_path, content, reason):
+    path = write_obj(tmp_path / "bad.obj", content)
+    code, out, err = run_cli("analyze", path, "--json")
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "bad.obj" in lines[0] and "Traceback" not in err
+
+
+def test_unknown_profile_exit_2(tmp_path):
+    obj = write_obj(tmp_path / "t.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    code, _, err = run_cli("analyze", obj, "--profile", "nvidia_xx")
+    assert code == 2 and "unknown profile" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bunny_analyze_matches_predict(capsys):
+    path = shared_mesh_path("bunny.ply")
+    if path is None:
+        pytest.skip("../shared/meshes not present")
+    assert main(["analyze", str(path), "--profile", "nvidia_gl", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    mesh = load_mesh(path)
+    assert out["triangles"] == 69451 and out["vertices"] == 35947
+    expected = predict(mesh.triangles, "nvidia_gl")
+    assert out["results"][0]["invocations"] == expected.invocations
+    assert out["results"][0]["batches"] == expected.batches
