@@ -229,3 +229,11 @@ def test_mssim_identity_and_damage():
     assert quality.mssim(b, a, channel="rgb") < 0.8
     with pytest.raises(ValueError):
         quality.mssim(a[:10], a)
+
+
+def test_fast_mssim_matches_scikit_image():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (70, 90, 3), dtype=np.uint8)
+    for b in (np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8),
+              np.where(np.arange(90)[None, :, None] < 45, a // 2, a).astype(np.uint8)):
+        assert quality.mssim(b, a) == pytest.approx(quality.mssim_reference(b, a), abs=1e-5)

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["frame_cache", "order_of", "result_array"]
+__all__ = ["frame_cache", "order_of", "result_array", "raster_supports", "reorder_extra"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -44,3 +44,25 @@ def result_array(result, *names, required: bool = True):
         raise AttributeError(f"raster result has none of {names}: the technique needs it "
                              "(is the raster stage's record option on?)")
     return None
+
+
+def raster_supports(option: str) -> bool:
+    """Whether :func:`pipeline_model.raster.render_frame` takes keyword ``option``."""
+    import inspect
+
+    from pipeline_model.raster import render_frame
+
+    return option in inspect.signature(render_frame).parameters
+
+
+def reorder_extra() -> dict:
+    """Raster options a reordering technique (VRO, EVR) asks for.
+
+    Reordering opaque depth-tested, depth-writing triangles leaves every pixel unchanged except
+    where two fragments have *exactly* the same depth: with ``less`` the first one drawn wins, so
+    a tie between two objects flips when their order does (a building's base meeting the ground
+    is enough: city-unordered shows one such pixel every few frames).  When the raster stage
+    offers ``tie_break="program"`` (equal depths resolved by program order, the triangle index,
+    as if drawn in program order), the reordered frames are bit-identical to the baseline.
+    """
+    return {"tie_break": "program"} if raster_supports("tie_break") else {}

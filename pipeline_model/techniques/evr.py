@@ -388,7 +388,7 @@ def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
 
 # -------------------------------------------------------------------------- technique
 from pipeline_model.techniques import re as _re  # noqa: E402
-from pipeline_model.techniques._shared import frame_cache, result_array  # noqa: E402
+from pipeline_model.techniques._shared import frame_cache, reorder_extra, result_array  # noqa: E402
 from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
@@ -437,7 +437,7 @@ class EVR(Technique):
         perm = reorder_two_lists(offs, tri, frame.draw, woz, pred)
         setup = frame_cache(frame, "raster_setup", lambda: setup_triangles(frame))
         req = RenderRequest(order=(offs, tri[perm]), record_prim_visibility=True,
-                            extra={"setup": setup})
+                            extra={"setup": setup, **reorder_extra()})
         skip = None
         if self.buffer is not None:
             ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
@@ -471,8 +471,10 @@ class EVR(Technique):
             self.buffer.commit(_re.frame_signatures(ctx, include=~ex), rendered)
         vis = result_array(result, "prim_visible", required=False)
         if vis is not None and had_fvp:
+            # accuracy over (tile, WOZ primitive) pairs of rendered tiles: predicted occluded vs
+            # no fragment passing early-Z in this (reordered) render
             entry_tile = np.repeat(np.arange(frame.n_tiles), np.diff(offs))
-            m = rendered[entry_tile]
+            m = rendered[entry_tile] & woz[frame.draw[tri[perm]]]
             st = prediction_stats(pred[perm][m], ~np.asarray(vis, bool)[m])
             for k in self.stats:
                 self.stats[k] += st[k]

@@ -248,7 +248,7 @@ def objects_in_program_order(frame) -> list[int]:
 
 # -------------------------------------------------------------------------- technique
 from pipeline_model.techniques import re as _re  # noqa: E402
-from pipeline_model.techniques._shared import result_array  # noqa: E402
+from pipeline_model.techniques._shared import reorder_extra, result_array  # noqa: E402
 from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
@@ -280,6 +280,7 @@ class VRO(Technique):
             rank = object_ranks(frame, self.sort.order)
             tri = tile_order(tiles.offsets, tiles.tri, frame.draw, rank, free_draws(frame))
             req.order = (tiles.offsets, tri)
+            req.extra = {**(req.extra or {}), **reorder_extra()}
         req.record_occlusion = True
         return req
 
