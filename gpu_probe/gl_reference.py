@@ -67,7 +67,6 @@ GL_FRAMEBUFFER_COMPLETE = 0x8CD5
 GL_LOWER_LEFT = 0x8CA1
 GL_ZERO_TO_ONE = 0x935F
 GL_NEGATIVE_ONE_TO_ONE = 0x935E
-GL_FRAMEBUFFER_BINDING = 0x8CA6
 
 MAX_VIEWPORT = 16384
 
@@ -113,53 +112,37 @@ void main() { gl_Position = vec4(in_pos, 1.0); v_draw = in_draw; }
 
 
 class _GL:
-    """Lazily created moderngl context + raw GL entry points moderngl does not expose."""
+    """The process-wide moderngl context (gpu_probe.context) + raw GL entry points."""
 
     _instance = None
-    _failed: str | None = None
 
     def __init__(self):
         import moderngl
 
+        from gpu_probe.context import get_context, gl_proc
+
         self.moderngl = moderngl
-        self.ctx = moderngl.create_standalone_context(backend="egl", require=430)
-        egl = ctypes.CDLL("libEGL.so.1")
-        egl.eglGetProcAddress.restype = ctypes.c_void_p
-        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-
-        def fn(name, restype, *args):
-            addr = egl.eglGetProcAddress(name.encode())
-            if not addr:
-                raise RuntimeError(f"GL entry point {name} not found")
-            return ctypes.CFUNCTYPE(restype, *args)(addr)
-
+        self.ctx = get_context()
         u, i, pu = ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint)
-        self.glClipControl = fn("glClipControl", None, u, u)
-        self.glGenFramebuffers = fn("glGenFramebuffers", None, i, pu)
-        self.glGenRenderbuffers = fn("glGenRenderbuffers", None, i, pu)
-        self.glBindFramebuffer = fn("glBindFramebuffer", None, u, u)
-        self.glBindRenderbuffer = fn("glBindRenderbuffer", None, u, u)
-        self.glRenderbufferStorage = fn("glRenderbufferStorage", None, u, u, i, i)
-        self.glFramebufferRenderbuffer = fn("glFramebufferRenderbuffer", None, u, u, u, u)
-        self.glCheckFramebufferStatus = fn("glCheckFramebufferStatus", u, u)
-        self.glDeleteFramebuffers = fn("glDeleteFramebuffers", None, i, pu)
-        self.glDeleteRenderbuffers = fn("glDeleteRenderbuffers", None, i, pu)
-        self.glFinish = fn("glFinish", None)
+        self.glClipControl = gl_proc("glClipControl", None, u, u)
+        self.glGenFramebuffers = gl_proc("glGenFramebuffers", None, i, pu)
+        self.glGenRenderbuffers = gl_proc("glGenRenderbuffers", None, i, pu)
+        self.glBindFramebuffer = gl_proc("glBindFramebuffer", None, u, u)
+        self.glBindRenderbuffer = gl_proc("glBindRenderbuffer", None, u, u)
+        self.glRenderbufferStorage = gl_proc("glRenderbufferStorage", None, u, u, i, i)
+        self.glFramebufferRenderbuffer = gl_proc("glFramebufferRenderbuffer", None, u, u, u, u)
+        self.glCheckFramebufferStatus = gl_proc("glCheckFramebufferStatus", u, u)
+        self.glFinish = gl_proc("glFinish", None)
         self._fbos: dict[tuple[int, int], object] = {}
-        self.prog_count_early = self.ctx.program(vertex_shader=_VS,
-                                                 fragment_shader=_FS_COUNT % "layout(early_fragment_tests) in;")
+        self.prog_count_early = self.ctx.program(
+            vertex_shader=_VS, fragment_shader=_FS_COUNT % "layout(early_fragment_tests) in;")
         self.prog_plain = self.ctx.program(vertex_shader=_VS_PLAIN, fragment_shader=_FS_PLAIN)
 
     @classmethod
     def get(cls) -> "_GL":
+        """Raises gpu_probe.context.GLUnavailableError when there is no GL 4.3 context."""
         if cls._instance is None:
-            if cls._failed is not None:
-                raise RuntimeError(cls._failed)
-            try:
-                cls._instance = cls()
-            except Exception as exc:  # no EGL / no GL 4.3
-                cls._failed = f"no OpenGL 4.3 context: {exc}"
-                raise RuntimeError(cls._failed) from exc
+            cls._instance = cls()
         return cls._instance
 
     def framebuffer(self, width: int, height: int):
@@ -188,11 +171,9 @@ class _GL:
 
 def gl_available() -> bool:
     """True when an OpenGL 4.3 context can be created (EGL, headless)."""
-    try:
-        _GL.get()
-        return True
-    except Exception:
-        return False
+    from gpu_probe.context import gl_available as _avail
+
+    return _avail()
 
 
 def renderer() -> str:

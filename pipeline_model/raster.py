@@ -1,11 +1,21 @@
 """Raster stage: whole-frame tile renderer (numba), matching llvmpipe's rules bit for bit.
 
-Signature (as in .notes/PIPELINE.md, with three additive keyword arguments marked *)::
+Signature (as in .notes/PIPELINE.md, with additive keyword arguments marked *)::
 
     render_frame(frame, tiles, *, order=None, skip=None, rate=None, depth_prefill=None,
                  hsr_pass=False, record_occlusion=False, record_prim_visibility=False,
                  previous_colour=None, previous_depth=None*, depth_func="less"*,
-                 clear_colour=(0, 0, 0)*, clear_depth=1.0) -> RasterResult
+                 clear_colour=(0, 0, 0)*, clear_depth=1.0*, record_writer=False*,
+                 parallel=None*, setup=None*) -> RasterResult
+
+``RasterResult``: ``colour`` uint8 (H, W, 3), ``depth`` float32 (H, W), ``shaded`` / ``covered``
+int32 (H, W) per-pixel fragment counts, ``tile_counters`` int64 (n_tiles, len(COUNTER_NAMES))
+with ``counter(name)`` and ``totals()``, ``shader_cycles`` float64 (n_tiles,), and the optional
+records below. Per-tile counters: ``fragments_rasterized`` (each fragment once, also under DR),
+``early_z_killed``, ``fragments_shaded``, ``samples`` (sample positions of a rendered tile),
+``blended``, ``tiles_rendered`` (0/1), ``tile_triangles`` (list length), ``hsr_fragments``
+(fragments DR's depth-only pass rasterized; they are also in fragments_rasterized),
+``textured_fragments`` (shaded fragments of checker/stripes/noise draws).
 
 Per tile (row-major, top-left first), each triangle of the tile's list in order (``tiles`` or the
 ``order`` override) is rasterized into a tile-sized depth and colour buffer, then the tile is
@@ -67,12 +77,23 @@ Options:
   test), ``prim_zmin`` / ``prim_zmax`` over the entry's rasterized fragments (inf / -inf when it
   covered no sample of the tile).
 
+* ``record_writer``: ``writer_entry`` int32 (H, W), the index in the rendered lists (as
+  ``vis_tri``) of the entry whose fragment last wrote the pixel's colour *without* blending
+  (-1: background). EVR's Layer Buffer is ``layer[writer_entry]``.
+* ``parallel``: tiles are independent, so tile rows run on all numba threads
+  (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``); results are bit-identical either way.
+  ``record_occlusion`` always runs serially. Default: parallel unless the environment variable
+  ``MESHOPT_BATCH_RASTER_THREADS=1``.
+* ``setup``: a cached :func:`setup_triangles` of the frame (it depends on the frame only).
+
 DR and oracle give images identical to the baseline as long as blended draws do not write depth
 (translucent draws are NWOZ in our scenes); the test suite checks it.
 """
 
 from __future__ import annotations
 
+import os
+import types as pytypes
 from dataclasses import dataclass, field
 
 import numba
@@ -88,13 +109,17 @@ from .shading import shade_rgb
 __all__ = ["RasterResult", "render_frame", "setup_triangles", "DEPTH_FUNCS", "COUNTER_NAMES",
            "depth_at", "covers"]
 
+#: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
+_DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
+
 DEPTH_FUNCS = {"never": 0, "less": 1, "equal": 2, "lequal": 3, "greater": 4, "notequal": 5,
                "gequal": 6, "always": 7}
 
 #: Per-tile integer counters (columns of ``RasterResult.tile_counters``).
 COUNTER_NAMES = ("fragments_rasterized", "early_z_killed", "fragments_shaded", "samples",
-                 "blended", "tiles_rendered", "tile_triangles")
-_C_RAST, _C_KILL, _C_SHADE, _C_SAMPLES, _C_BLEND, _C_RENDERED, _C_TRIS = range(7)
+                 "blended", "tiles_rendered", "tile_triangles", "hsr_fragments",
+                 "textured_fragments")
+_N_COUNTERS = len(COUNTER_NAMES)
 
 _F_TEST, _F_WRITE, _F_BLEND = 1, 2, 4
 
@@ -258,336 +283,358 @@ def _floor_div(a, b):
     return a // b
 
 
-@numba.njit(cache=True, nogil=True)
-def _render(W, H, T, tiles_x, tiles_y,
-            E, bias, box, plane, attr, valid, tdraw,
-            dflags, dalpha, dcost, dkind, dparams, dobj,
-            offsets, tri,
-            skip, rate, use_prefill, prefill, hsr,
-            rec_occ, occ_first, occ_count, seq,
-            rec_vis, vis, zmin, zmax,
-            use_prev_c, prev_c, use_prev_d, prev_d,
-            depth_func, clear_depth, clear_col,
-            colour, depth, shaded_pp, covered_pp, counters, cycles):
+def _render_impl(W, H, T, tiles_x, tiles_y,
+                 E, bias, box, plane, attr, valid, tdraw,
+                 dflags, dalpha, dcost, dkind, dparams, dobj,
+                 offsets, tri,
+                 skip, rate, use_prefill, prefill, hsr,
+                 rec_occ, occ_first, occ_count, seq,
+                 rec_vis, vis, zmin, zmax, rec_writer, writer,
+                 use_prev_c, prev_c, use_prev_d, prev_d,
+                 depth_func, clear_depth, clear_col,
+                 colour, depth, shaded_pp, covered_pp, counters, cycles):
     n_tiles = tiles_x * tiles_y
     clear_u8 = np.empty(3, np.uint8)
     for c in range(3):
         v = min(max(clear_col[c], 0.0), 1.0)
         clear_u8[c] = np.uint8(np.int64(v * 255.0 + 0.5))
-    tdepth = np.empty((T, T), np.float32)
-    tcol = np.empty((T, T, 3), np.float64)
-    towner = np.empty((T, T), np.int32)
-    tobj = np.empty((T, T), np.int32)
-    tclaim = np.zeros((T, T), np.bool_)
-    p = np.empty(8, np.float32)
-    cnt = np.zeros(8, np.int64)
-    for ti in range(n_tiles):
-        tx = ti % tiles_x
-        ty = ti // tiles_x
-        x0t = tx * T
-        y0t = ty * T
-        tw = min(W, x0t + T) - x0t
-        th = min(H, y0t + T) - y0t
-        if skip[ti]:
+    for ty in numba.prange(tiles_y):
+        tdepth = np.empty((T, T), np.float32)
+        tcol = np.empty((T, T, 3), np.float64)
+        towner = np.empty((T, T), np.int32)
+        tobj = np.empty((T, T), np.int32)
+        tclaim = np.zeros((T, T), np.bool_)
+        twriter = np.empty((T, T), np.int32)
+        p = np.empty(8, np.float32)
+        for tx in range(tiles_x):
+            ti = ty * tiles_x + tx
+            x0t = tx * T
+            y0t = ty * T
+            tw = min(W, x0t + T) - x0t
+            th = min(H, y0t + T) - y0t
+            if skip[ti]:
+                for yy in range(th):
+                    for xx in range(tw):
+                        for c in range(3):
+                            if use_prev_c:
+                                colour[y0t + yy, x0t + xx, c] = prev_c[y0t + yy, x0t + xx, c]
+                            else:
+                                colour[y0t + yy, x0t + xx, c] = clear_u8[c]
+                        if use_prev_d:
+                            depth[y0t + yy, x0t + xx] = prev_d[y0t + yy, x0t + xx]
+                        else:
+                            depth[y0t + yy, x0t + xx] = clear_depth
+                continue
+            k = rate[ti]
+            b = 1 << k
             for yy in range(th):
                 for xx in range(tw):
-                    for c in range(3):
-                        if use_prev_c:
-                            colour[y0t + yy, x0t + xx, c] = prev_c[y0t + yy, x0t + xx, c]
-                        else:
-                            colour[y0t + yy, x0t + xx, c] = clear_u8[c]
-                    if use_prev_d:
-                        depth[y0t + yy, x0t + xx] = prev_d[y0t + yy, x0t + xx]
-                    else:
-                        depth[y0t + yy, x0t + xx] = clear_depth
-            continue
-        k = rate[ti]
-        b = 1 << k
-        for yy in range(th):
-            for xx in range(tw):
-                tdepth[yy, xx] = prefill[y0t + yy, x0t + xx] if use_prefill else clear_depth
-                tcol[yy, xx, 0] = clear_col[0]
-                tcol[yy, xx, 1] = clear_col[1]
-                tcol[yy, xx, 2] = clear_col[2]
-                towner[yy, xx] = -1
-                tobj[yy, xx] = -1
-                tclaim[yy, xx] = False
-        for c in range(8):
-            cnt[c] = 0
-        cnt[_C_RENDERED] = 1
-        cnt[_C_SAMPLES] = ((tw + b - 1) // b) * ((th + b - 1) // b)
-        s0 = offsets[ti]
-        s1 = offsets[ti + 1]
-        cnt[_C_TRIS] = s1 - s0
-        n_rast_t = 0
-        n_kill_t = 0
-        n_shade_t = 0
-        n_blend_t = 0
-        cyc_t = 0.0
-        # pass 0: HSR depth-only pass over WOZ opaque triangles (DR); pass 1: the render pass
-        n_entries = s1 - s0
-        for q in range(2 * n_entries if hsr else n_entries):
-            pss = 1
-            en = s0 + q
-            if hsr:
-                pss = 0 if q < n_entries else 1
-                en = s0 + (q % n_entries)
-            t = tri[en]
-            if not valid[t]:
-                continue
-            fl0 = dflags[tdraw[t]]
-            woz_opaque = (fl0 & 1) != 0 and (fl0 & 2) != 0 and (fl0 & 4) == 0
-            if pss == 0:
-                if not woz_opaque:
+                    tdepth[yy, xx] = prefill[y0t + yy, x0t + xx] if use_prefill else clear_depth
+                    tcol[yy, xx, 0] = clear_col[0]
+                    tcol[yy, xx, 1] = clear_col[1]
+                    tcol[yy, xx, 2] = clear_col[2]
+                    towner[yy, xx] = -1
+                    tobj[yy, xx] = -1
+                    tclaim[yy, xx] = False
+                    twriter[yy, xx] = -1
+            s0 = offsets[ti]
+            s1 = offsets[ti + 1]
+            n_rast_t = 0
+            n_hsr_t = 0
+            n_tex_t = 0
+            n_kill_t = 0
+            n_shade_t = 0
+            n_blend_t = 0
+            cyc_t = 0.0
+            # pass 0: HSR depth-only pass over WOZ opaque triangles (DR); pass 1: the render pass
+            n_entries = s1 - s0
+            for q in range(2 * n_entries if hsr else n_entries):
+                pss = 1
+                en = s0 + q
+                if hsr:
+                    pss = 0 if q < n_entries else 1
+                    en = s0 + (q % n_entries)
+                t = tri[en]
+                if not valid[t]:
                     continue
-                mode = 1
-            elif hsr and woz_opaque:
-                mode = 2
-            elif use_prefill and woz_opaque:
-                mode = 3
-            else:
-                mode = 0
-            d = tdraw[t]
-            fl = dflags[d]
-            dtest = (fl & 1) != 0
-            dwrite = (fl & 2) != 0 and dtest
-            blend = (fl & 4) != 0
-            obj = dobj[d]
-            count = mode != 2  # fragments are counted as rasterized once
-            shade_pass = mode != 1
-            # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
-            nbx = (tw + b - 1) // b
-            nby = (th + b - 1) // b
-            base_x = 128 * (2 * x0t + b)
-            base_y = 128 * (2 * y0t + b)
-            step = 256 * b
-            j0 = max(0, _ceil_div(box[t, 0] - base_x, step))
-            j1 = min(nbx - 1, (box[t, 1] - base_x) // step)
-            i0 = max(0, _ceil_div(box[t, 2] - base_y, step))
-            i1 = min(nby - 1, (box[t, 3] - base_y) // step)
-            if j0 > j1 or i0 > i1:
-                continue
-            A0 = E[t, 0, 0]
-            B0 = E[t, 0, 1]
-            C0 = E[t, 0, 2]
-            A1 = E[t, 1, 0]
-            B1 = E[t, 1, 1]
-            C1 = E[t, 1, 2]
-            A2 = E[t, 2, 0]
-            B2 = E[t, 2, 1]
-            C2 = E[t, 2, 2]
-            bi0 = bias[t, 0]
-            bi1 = bias[t, 1]
-            bi2 = bias[t, 2]
-            sa0 = A0 * step
-            sa1 = A1 * step
-            sa2 = A2 * step
-            dzdx = plane[t, 0]
-            dzdy = plane[t, 1]
-            z0 = plane[t, 2]
-            zero32 = np.float32(0.0)
-            one32 = np.float32(1.0)
-            Hf = H * 256
-            kind = dkind[d]
-            alpha = np.float64(dalpha[d])
-            beta = 1.0 - alpha
-            cost = np.float64(dcost[d])
-            # per-draw colour parameters as scalars; flat colour hoisted out of the fragment loop
-            for k in range(8):
-                p[k] = dparams[d, k]
-            const_colour = kind == 0 and p[7] <= 0
-            cr = np.float64(p[0])
-            cg = np.float64(p[1])
-            cb = np.float64(p[2])
-            u0 = attr[t, 0, 0]
-            u1 = attr[t, 1, 0]
-            u2 = attr[t, 2, 0]
-            v0 = attr[t, 0, 1]
-            v1 = attr[t, 1, 1]
-            v2 = attr[t, 2, 1]
-            sh0 = attr[t, 0, 2]
-            sh1 = attr[t, 1, 2]
-            sh2 = attr[t, 2, 2]
-            w0 = attr[t, 0, 3]
-            w1 = attr[t, 1, 3]
-            w2 = attr[t, 2, 3]
-            n_rast = 0
-            n_kill = 0
-            n_shade = 0
-            for i in range(i0, i1 + 1):
-                by0 = i * b  # tile-local block origin
-                # gallium sample coords (x right, y up; pixel centres on integers)
-                sxg = 256 * (x0t + j0 * b) + 128 * (b - 1)
-                syg = Hf - 256 * (y0t + by0) - 128 * (b + 1)
-                e0 = A0 * sxg + B0 * syg + C0
-                e1 = A1 * sxg + B1 * syg + C1
-                e2 = A2 * sxg + B2 * syg + C2
-                # exact span of j - j0 with e_k + (j - j0) * sa_k > 0 for the three edges
-                lo = 0
-                hi = j1 - j0
-                if sa0 > 0:
-                    lo = max(lo, _floor_div(-e0, sa0) + 1)
-                elif sa0 < 0:
-                    hi = min(hi, _ceil_div(e0, -sa0) - 1)
-                elif e0 <= 0:
+                fl0 = dflags[tdraw[t]]
+                woz_opaque = (fl0 & 1) != 0 and (fl0 & 2) != 0 and (fl0 & 4) == 0
+                if pss == 0:
+                    if not woz_opaque:
+                        continue
+                    mode = 1
+                elif hsr and woz_opaque:
+                    mode = 2
+                elif use_prefill and woz_opaque:
+                    mode = 3
+                else:
+                    mode = 0
+                d = tdraw[t]
+                fl = dflags[d]
+                dtest = (fl & 1) != 0
+                dwrite = (fl & 2) != 0 and dtest
+                blend = (fl & 4) != 0
+                obj = dobj[d]
+                count = mode != 2  # fragments are counted as rasterized once
+                shade_pass = mode != 1
+                # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
+                nbx = (tw + b - 1) // b
+                nby = (th + b - 1) // b
+                base_x = 128 * (2 * x0t + b)
+                base_y = 128 * (2 * y0t + b)
+                step = 256 * b
+                j0 = max(0, _ceil_div(box[t, 0] - base_x, step))
+                j1 = min(nbx - 1, (box[t, 1] - base_x) // step)
+                i0 = max(0, _ceil_div(box[t, 2] - base_y, step))
+                i1 = min(nby - 1, (box[t, 3] - base_y) // step)
+                if j0 > j1 or i0 > i1:
                     continue
-                if sa1 > 0:
-                    lo = max(lo, _floor_div(-e1, sa1) + 1)
-                elif sa1 < 0:
-                    hi = min(hi, _ceil_div(e1, -sa1) - 1)
-                elif e1 <= 0:
-                    continue
-                if sa2 > 0:
-                    lo = max(lo, _floor_div(-e2, sa2) + 1)
-                elif sa2 < 0:
-                    hi = min(hi, _ceil_div(e2, -sa2) - 1)
-                elif e2 <= 0:
-                    continue
-                if lo > hi:
-                    continue
-                fy = np.float32(syg / 256.0)
-                py1 = min(by0 + b, th)
-                for jj in range(lo, hi + 1):
-                    j = j0 + jj
-                    bx0 = j * b
-                    px1 = min(bx0 + b, tw)
-                    fx = np.float32((sxg + step * jj) / 256.0)
-                    z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
-                    if z < zero32:
-                        z = zero32
-                    elif z > one32:
-                        z = one32
-                    if count:
-                        n_rast += 1
-                        if b == 1:
-                            covered_pp[y0t + by0, x0t + bx0] += 1
-                        else:
-                            for yy in range(by0, py1):
-                                for xx in range(bx0, px1):
-                                    covered_pp[y0t + yy, x0t + xx] += 1
-                        if rec_vis:
-                            if z < zmin[en]:
-                                zmin[en] = z
-                            if z > zmax[en]:
-                                zmax[en] = z
-                    stored = tdepth[by0, bx0]
-                    passed = True
-                    compared = False
-                    if mode == 0:
-                        if dtest:
+                A0 = E[t, 0, 0]
+                B0 = E[t, 0, 1]
+                C0 = E[t, 0, 2]
+                A1 = E[t, 1, 0]
+                B1 = E[t, 1, 1]
+                C1 = E[t, 1, 2]
+                A2 = E[t, 2, 0]
+                B2 = E[t, 2, 1]
+                C2 = E[t, 2, 2]
+                bi0 = bias[t, 0]
+                bi1 = bias[t, 1]
+                bi2 = bias[t, 2]
+                sa0 = A0 * step
+                sa1 = A1 * step
+                sa2 = A2 * step
+                dzdx = plane[t, 0]
+                dzdy = plane[t, 1]
+                z0 = plane[t, 2]
+                zero32 = np.float32(0.0)
+                one32 = np.float32(1.0)
+                Hf = H * 256
+                kind = dkind[d]
+                alpha = np.float64(dalpha[d])
+                beta = 1.0 - alpha
+                cost = np.float64(dcost[d])
+                # per-draw colour parameters as scalars; flat colour hoisted out of the fragment loop
+                for k in range(8):
+                    p[k] = dparams[d, k]
+                const_colour = kind == 0 and p[7] <= 0
+                cr = np.float64(p[0])
+                cg = np.float64(p[1])
+                cb = np.float64(p[2])
+                u0 = attr[t, 0, 0]
+                u1 = attr[t, 1, 0]
+                u2 = attr[t, 2, 0]
+                v0 = attr[t, 0, 1]
+                v1 = attr[t, 1, 1]
+                v2 = attr[t, 2, 1]
+                sh0 = attr[t, 0, 2]
+                sh1 = attr[t, 1, 2]
+                sh2 = attr[t, 2, 2]
+                w0 = attr[t, 0, 3]
+                w1 = attr[t, 1, 3]
+                w2 = attr[t, 2, 3]
+                n_rast = 0
+                n_kill = 0
+                n_shade = 0
+                for i in range(i0, i1 + 1):
+                    by0 = i * b  # tile-local block origin
+                    # gallium sample coords (x right, y up; pixel centres on integers)
+                    sxg = 256 * (x0t + j0 * b) + 128 * (b - 1)
+                    syg = Hf - 256 * (y0t + by0) - 128 * (b + 1)
+                    e0 = A0 * sxg + B0 * syg + C0
+                    e1 = A1 * sxg + B1 * syg + C1
+                    e2 = A2 * sxg + B2 * syg + C2
+                    # exact span of j - j0 with e_k + (j - j0) * sa_k > 0 for the three edges
+                    lo = 0
+                    hi = j1 - j0
+                    if sa0 > 0:
+                        lo = max(lo, _floor_div(-e0, sa0) + 1)
+                    elif sa0 < 0:
+                        hi = min(hi, _ceil_div(e0, -sa0) - 1)
+                    elif e0 <= 0:
+                        continue
+                    if sa1 > 0:
+                        lo = max(lo, _floor_div(-e1, sa1) + 1)
+                    elif sa1 < 0:
+                        hi = min(hi, _ceil_div(e1, -sa1) - 1)
+                    elif e1 <= 0:
+                        continue
+                    if sa2 > 0:
+                        lo = max(lo, _floor_div(-e2, sa2) + 1)
+                    elif sa2 < 0:
+                        hi = min(hi, _ceil_div(e2, -sa2) - 1)
+                    elif e2 <= 0:
+                        continue
+                    if lo > hi:
+                        continue
+                    fy = np.float32(syg / 256.0)
+                    py1 = min(by0 + b, th)
+                    for jj in range(lo, hi + 1):
+                        j = j0 + jj
+                        bx0 = j * b
+                        px1 = min(bx0 + b, tw)
+                        fx = np.float32((sxg + step * jj) / 256.0)
+                        z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                        if z < zero32:
+                            z = zero32
+                        elif z > one32:
+                            z = one32
+                        if count:
+                            n_rast += 1
+                            if b == 1:
+                                covered_pp[y0t + by0, x0t + bx0] += 1
+                            else:
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        covered_pp[y0t + yy, x0t + xx] += 1
+                            if rec_vis:
+                                if z < zmin[en]:
+                                    zmin[en] = z
+                                if z > zmax[en]:
+                                    zmax[en] = z
+                        stored = tdepth[by0, bx0]
+                        passed = True
+                        compared = False
+                        if mode == 0:
+                            if dtest:
+                                compared = True
+                                passed = _cmp(depth_func, z, stored)
+                                if passed and dwrite:
+                                    if b == 1:
+                                        tdepth[by0, bx0] = z
+                                    else:
+                                        for yy in range(by0, py1):
+                                            for xx in range(bx0, px1):
+                                                tdepth[yy, xx] = z
+                        elif mode == 1:
                             compared = True
                             passed = _cmp(depth_func, z, stored)
-                            if passed and dwrite:
-                                if b == 1:
-                                    tdepth[by0, bx0] = z
-                                else:
-                                    for yy in range(by0, py1):
-                                        for xx in range(bx0, px1):
-                                            tdepth[yy, xx] = z
-                    elif mode == 1:
-                        compared = True
-                        passed = _cmp(depth_func, z, stored)
-                        if passed:
-                            for yy in range(by0, py1):
-                                for xx in range(bx0, px1):
-                                    tdepth[yy, xx] = z
-                                    towner[yy, xx] = t
-                    elif mode == 2:
-                        passed = towner[by0, bx0] == t
-                    else:
-                        compared = True
-                        passed = (z == stored) and _cmp(depth_func, z, clear_depth) and not tclaim[by0, bx0]
-                        if passed and (depth_func == 1 or depth_func == 4):
-                            for yy in range(by0, py1):
-                                for xx in range(bx0, px1):
-                                    tclaim[yy, xx] = True
-                    if rec_occ:
-                        if compared:
-                            other = tobj[by0, bx0]
-                            if other >= 0 and other != obj:
-                                if passed:
-                                    oa = obj
-                                    ob = other
-                                else:
-                                    oa = other
-                                    ob = obj
-                                if occ_first[oa, ob] == 0:
-                                    seq[0] += 1
-                                    occ_first[oa, ob] = seq[0]
-                                occ_count[oa, ob] += 1
-                        # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
-                        if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
-                            for yy in range(by0, py1):
-                                for xx in range(bx0, px1):
-                                    tobj[yy, xx] = obj
-                    if not shade_pass:
-                        continue
-                    if not passed:
-                        n_kill += 1
-                        continue
-                    if rec_vis:
-                        vis[en] = 1
-                    n_shade += 1
-                    if const_colour:
-                        r = cr
-                        g = cg
-                        bb = cb
-                    else:
-                        # perspective-correct attributes from the barycentrics
-                        l2 = np.float64(e0 + sa0 * jj - bi0) * w2
-                        l0 = np.float64(e1 + sa1 * jj - bi1) * w0
-                        l1 = np.float64(e2 + sa2 * jj - bi2) * w1
-                        inv = 1.0 / (l0 + l1 + l2)
-                        u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
-                        v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
-                        lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
-                        r, g, bb = shade_rgb(kind, p, u, v, lt)
-                    if b == 1:
-                        shaded_pp[y0t + by0, x0t + bx0] += 1
-                        if blend:
-                            tcol[by0, bx0, 0] = r * alpha + tcol[by0, bx0, 0] * beta
-                            tcol[by0, bx0, 1] = g * alpha + tcol[by0, bx0, 1] * beta
-                            tcol[by0, bx0, 2] = bb * alpha + tcol[by0, bx0, 2] * beta
+                            if passed:
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tdepth[yy, xx] = z
+                                        towner[yy, xx] = t
+                        elif mode == 2:
+                            passed = towner[by0, bx0] == t
                         else:
-                            tcol[by0, bx0, 0] = r
-                            tcol[by0, bx0, 1] = g
-                            tcol[by0, bx0, 2] = bb
-                    else:
-                        for yy in range(by0, py1):
-                            for xx in range(bx0, px1):
-                                shaded_pp[y0t + yy, x0t + xx] += 1
-                                if blend:
-                                    tcol[yy, xx, 0] = r * alpha + tcol[yy, xx, 0] * beta
-                                    tcol[yy, xx, 1] = g * alpha + tcol[yy, xx, 1] * beta
-                                    tcol[yy, xx, 2] = bb * alpha + tcol[yy, xx, 2] * beta
-                                else:
-                                    tcol[yy, xx, 0] = r
-                                    tcol[yy, xx, 1] = g
-                                    tcol[yy, xx, 2] = bb
-            n_rast_t += n_rast
-            n_kill_t += n_kill
-            n_shade_t += n_shade
-            if blend:
-                n_blend_t += n_shade
-            cyc_t += cost * n_shade
-        # flush
-        for yy in range(th):
-            for xx in range(tw):
-                depth[y0t + yy, x0t + xx] = tdepth[yy, xx]
-                for c in range(3):
-                    v = tcol[yy, xx, c]
-                    if v < 0.0:
-                        v = 0.0
-                    elif v > 1.0:
-                        v = 1.0
-                    colour[y0t + yy, x0t + xx, c] = np.uint8(np.int64(v * 255.0 + 0.5))
-        cnt[_C_RAST] = n_rast_t
-        cnt[_C_KILL] = n_kill_t
-        cnt[_C_SHADE] = n_shade_t
-        cnt[_C_BLEND] = n_blend_t
-        for c in range(7):
-            counters[ti, c] = cnt[c]
-        cycles[ti] = cyc_t
+                            compared = True
+                            passed = (z == stored) and _cmp(depth_func, z, clear_depth) and not tclaim[by0, bx0]
+                            if passed and (depth_func == 1 or depth_func == 4):
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tclaim[yy, xx] = True
+                        if rec_occ:
+                            if compared:
+                                other = tobj[by0, bx0]
+                                if other >= 0 and other != obj:
+                                    if passed:
+                                        oa = obj
+                                        ob = other
+                                    else:
+                                        oa = other
+                                        ob = obj
+                                    if occ_first[oa, ob] == 0:
+                                        seq[0] += 1
+                                        occ_first[oa, ob] = seq[0]
+                                    occ_count[oa, ob] += 1
+                            # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
+                            if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tobj[yy, xx] = obj
+                        if not shade_pass:
+                            continue
+                        if not passed:
+                            n_kill += 1
+                            continue
+                        if rec_vis:
+                            vis[en] = 1
+                        n_shade += 1
+                        if const_colour:
+                            r = cr
+                            g = cg
+                            bb = cb
+                        else:
+                            # perspective-correct attributes from the barycentrics
+                            l2 = np.float64(e0 + sa0 * jj - bi0) * w2
+                            l0 = np.float64(e1 + sa1 * jj - bi1) * w0
+                            l1 = np.float64(e2 + sa2 * jj - bi2) * w1
+                            inv = 1.0 / (l0 + l1 + l2)
+                            u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
+                            v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
+                            lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
+                            r, g, bb = shade_rgb(kind, p, u, v, lt)
+                        if b == 1:
+                            shaded_pp[y0t + by0, x0t + bx0] += 1
+                            if blend:
+                                tcol[by0, bx0, 0] = r * alpha + tcol[by0, bx0, 0] * beta
+                                tcol[by0, bx0, 1] = g * alpha + tcol[by0, bx0, 1] * beta
+                                tcol[by0, bx0, 2] = bb * alpha + tcol[by0, bx0, 2] * beta
+                            else:
+                                tcol[by0, bx0, 0] = r
+                                tcol[by0, bx0, 1] = g
+                                tcol[by0, bx0, 2] = bb
+                                twriter[by0, bx0] = en
+                        else:
+                            for yy in range(by0, py1):
+                                for xx in range(bx0, px1):
+                                    shaded_pp[y0t + yy, x0t + xx] += 1
+                                    if blend:
+                                        tcol[yy, xx, 0] = r * alpha + tcol[yy, xx, 0] * beta
+                                        tcol[yy, xx, 1] = g * alpha + tcol[yy, xx, 1] * beta
+                                        tcol[yy, xx, 2] = bb * alpha + tcol[yy, xx, 2] * beta
+                                    else:
+                                        tcol[yy, xx, 0] = r
+                                        tcol[yy, xx, 1] = g
+                                        tcol[yy, xx, 2] = bb
+                                        twriter[yy, xx] = en
+                n_rast_t += n_rast
+                if mode == 1:
+                    n_hsr_t += n_rast
+                n_kill_t += n_kill
+                n_shade_t += n_shade
+                if blend:
+                    n_blend_t += n_shade
+                if kind >= 1 and kind <= 3:
+                    n_tex_t += n_shade
+                cyc_t += cost * n_shade
+            # flush
+            for yy in range(th):
+                for xx in range(tw):
+                    depth[y0t + yy, x0t + xx] = tdepth[yy, xx]
+                    if rec_writer:
+                        writer[y0t + yy, x0t + xx] = twriter[yy, xx]
+                    for c in range(3):
+                        v = tcol[yy, xx, c]
+                        if v < 0.0:
+                            v = 0.0
+                        elif v > 1.0:
+                            v = 1.0
+                        colour[y0t + yy, x0t + xx, c] = np.uint8(np.int64(v * 255.0 + 0.5))
+            counters[ti, 0] = n_rast_t
+            counters[ti, 1] = n_kill_t
+            counters[ti, 2] = n_shade_t
+            counters[ti, 3] = ((tw + b - 1) // b) * ((th + b - 1) // b)
+            counters[ti, 4] = n_blend_t
+            counters[ti, 5] = 1
+            counters[ti, 6] = s1 - s0
+            counters[ti, 7] = n_hsr_t
+            counters[ti, 8] = n_tex_t
+            cycles[ti] = cyc_t
+
+
+def _clone(fn, name):
+    """A copy of a Python function under another name (separate numba caches per variant)."""
+    f = pytypes.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    f.__qualname__ = name
+    return f
+
+
+# Tiles are independent, so the parallel variant (tile rows over threads) gives bit-identical
+# results; occlusion recording numbers relations in tile order and uses the serial variant.
+_render_serial = numba.njit(cache=True, nogil=True)(_clone(_render_impl, "_render_serial"))
+_render_parallel = numba.njit(cache=True, nogil=True, parallel=True)(
+    _clone(_render_impl, "_render_parallel"))
 
 
 # ------------------------------------------------------------------------------------ result
@@ -612,6 +659,7 @@ class RasterResult:
     prim_visible: np.ndarray | None = None  # bool (M,)
     prim_zmin: np.ndarray | None = None     # float32 (M,)
     prim_zmax: np.ndarray | None = None     # float32 (M,)
+    writer_entry: np.ndarray | None = None  # int32 (H, W): list entry of the last opaque writer
     extra: dict = field(default_factory=dict)
 
     def counter(self, name: str) -> np.ndarray:
@@ -649,7 +697,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                  depth_prefill=None, hsr_pass: bool = False, record_occlusion: bool = False,
                  record_prim_visibility: bool = False, previous_colour=None, previous_depth=None,
                  depth_func: str = "less", clear_colour=(0.0, 0.0, 0.0),
-                 clear_depth: float = 1.0, setup: _Setup | None = None) -> RasterResult:
+                 clear_depth: float = 1.0, record_writer: bool = False,
+                 parallel: bool | None = None, setup: _Setup | None = None) -> RasterResult:
     """Render one frame tile by tile (see the module docstring for every option)."""
     W, H, T = frame.width, frame.height, tiles.tile
     if (tiles.width, tiles.height) != (W, H):
@@ -709,14 +758,18 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     depth = np.empty((H, W), np.float32)
     shaded = np.zeros((H, W), np.int32)
     covered = np.zeros((H, W), np.int32)
-    counters = np.zeros((n_tiles, len(COUNTER_NAMES)), np.int64)
+    counters = np.zeros((n_tiles, _N_COUNTERS), np.int64)
     cycles = np.zeros(n_tiles, np.float64)
+    writer = np.full((H, W) if record_writer else (1, 1), -1, np.int32)
     clear_col = np.asarray(clear_colour, np.float64).reshape(3)
-    _render(W, H, T, tiles_x, tiles_y, s.E, s.bias, s.box, s.plane, s.attr, s.valid, frame.draw,
+    if parallel is None:
+        parallel = _DEFAULT_PARALLEL
+    kernel = _render_parallel if (parallel and not record_occlusion) else _render_serial
+    kernel(W, H, T, tiles_x, tiles_y, s.E, s.bias, s.box, s.plane, s.attr, s.valid, frame.draw,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
             off, tri, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq,
-            bool(record_prim_visibility), vis, zmin, zmax,
+            bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
             colour, depth, shaded, covered, counters, cycles)
@@ -726,6 +779,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     if record_occlusion:
         res.occlusion_pairs, res.occlusion_counts, res.occlusion_conflicts = _pairs(
             occ_first, occ_count, obj_ids)
+    if record_writer:
+        res.writer_entry = writer
     if record_prim_visibility:
         res.vis_offsets = off
         res.vis_tri = tri
