@@ -16,7 +16,8 @@ Geometry Pipeline of a Mali-like GPU does it (paper 000 sec. 4.1, paper 003 sec.
    (``optimizer="forsyth" | "tipsify" | "batch" | ...``, :func:`meshopt_batch.optimizers.optimize`)
    produces; it changes step 1's count and the raster stage's intra-object overdraw.
 3. **Transform** ``clip = P * V * M * p`` (float64), per-vertex directional light for lit draws
-   (``shade = ambient + (1 - ambient) * max(0, n . l)``, else 1).
+   (``shade = max(0, n . l)`` with the normal through the model matrix's inverse transpose;
+   1 for unlit draws); :mod:`pipeline_model.shading` adds its ambient term.
 4. **Clipping** in homogeneous space against the near (``z >= -w``) and far (``z <= w``) planes
    and a guard band (``guard_band`` pixels beyond each screen edge, so window coordinates
    stay well inside the rasterizer's fixed-point range).  Triangles wholly outside one
@@ -44,7 +45,7 @@ from numba import njit
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.mesh import Mesh
 
-from .frame import FrameGeometry, snap_to_subpixel
+from .frame import FrameGeometry
 
 __all__ = ["DEFAULT_PROFILE", "PreparedMesh", "GeometryStage", "optimize_triangles",
            "available_optimizers"]
@@ -52,8 +53,6 @@ __all__ = ["DEFAULT_PROFILE", "PreparedMesh", "GeometryStage", "optimize_triangl
 DEFAULT_PROFILE = "fifo:16"
 DEFAULT_GUARD_BAND = 4096.0
 
-# outcode bits
-_NEAR, _FAR, _GL, _GR, _GB, _GT, _VL, _VR, _VB, _VT = (1 << i for i in range(10))
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +67,8 @@ class PreparedMesh:
     invocations: int           # meshopt_batch.reuse.predict under the profile
     optimizer: str | None
     profile: str
+    centre: np.ndarray         # (3,) object-space bounding-sphere centre (of the referenced vertices)
+    radius: float
 
     @property
     def triangle_count(self) -> int:
@@ -80,42 +81,30 @@ def available_optimizers() -> list[str]:
         from meshopt_batch import optimizers
     except ImportError:
         return []
-    for attr in ("METHODS", "available_methods", "OPTIMIZERS"):
-        v = getattr(optimizers, attr, None)
-        if callable(v):
-            v = v()
-        if v:
-            return sorted(v)
-    return []
+    fn = getattr(optimizers, "available_methods", None)
+    if callable(fn):
+        return list(fn())
+    return sorted(getattr(optimizers, "METHODS", {}) or [])
 
 
-def optimize_triangles(mesh: Mesh, method: str, profile: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """Run ``meshopt_batch.optimizers.optimize``; returns (triangles, vertex remap or None).
+def optimize_triangles(mesh: Mesh, method: str, profile) -> tuple[np.ndarray, np.ndarray | None]:
+    """Run a ``meshopt_batch.optimizers`` method; returns (triangles, vertex remap or None).
 
     A remap (the batch optimizer's 16-bit boundary step may duplicate vertices) gives, for
     every vertex of the new vertex buffer, the index of the source vertex it copies.
     """
     try:
-        from meshopt_batch.optimizers import optimize
+        from meshopt_batch import optimizers
     except ImportError as exc:
         raise MeshoptBatchError(f"mesh optimizer {method!r} unavailable: meshopt_batch.optimizers "
                                 f"cannot be imported ({exc})") from None
-    try:
-        out = optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
-    except TypeError:
-        out = optimize(mesh.triangles, mesh.vertex_count, method=method)
-    remap = None
-    if isinstance(out, Mesh):
-        tris = out.triangles
-        remap = out.meta.get("vertex_remap") if out.vertex_count != mesh.vertex_count else None
-    elif isinstance(out, tuple):
-        tris = out[0]
-        remap = out[1] if len(out) > 1 else None
-    elif hasattr(out, "triangles"):
-        tris = out.triangles
-        remap = getattr(out, "remap", None) or getattr(out, "vertex_remap", None)
+    run = getattr(optimizers, "optimize_result", None)
+    if run is not None:
+        out = run(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
+        tris, remap = out.triangles, out.vertex_remap
     else:
-        tris = out
+        tris, remap = optimizers.optimize(mesh.triangles, mesh.vertex_count, method=method,
+                                          profile=profile), None
     tris = np.asarray(tris, np.int64).reshape(-1, 3)
     if remap is not None:
         remap = np.asarray(remap, np.int64)
@@ -162,11 +151,15 @@ class GeometryStage:
         nrm = np.asarray(mesh.attributes.get("normal", np.zeros((mesh.vertex_count, 3))), np.float64)
         uv = np.asarray(mesh.attributes.get("uv", np.zeros((mesh.vertex_count, 2))), np.float32)
         if self.optimizer:
-            tris, remap = optimize_triangles(mesh, self.optimizer, self.profile.name)
+            tris, remap = optimize_triangles(mesh, self.optimizer, self.profile)
             if remap is not None:
                 pos, nrm, uv = pos[remap], nrm[remap], uv[remap]
         vcount = pos.shape[0]
-        inv = predict(tris, self.profile, vertex_count=vcount).invocations if len(tris) else 0
+        inv = (predict(np.ascontiguousarray(tris, dtype=np.uint32), self.profile, vertex_count=vcount).invocations
+               if len(tris) else 0)
+        used = pos[np.unique(tris)] if len(tris) else np.zeros((1, 3))
+        centre = (used.min(0) + used.max(0)) / 2.0
+        radius = float(np.sqrt(((used - centre) ** 2).sum(1).max())) * (1 + 1e-9) + 1e-12
         prepared = PreparedMesh(
             name=mesh.name,
             positions=np.concatenate([pos, np.ones((vcount, 1))], axis=1),
@@ -176,6 +169,8 @@ class GeometryStage:
             invocations=int(inv),
             optimizer=self.optimizer,
             profile=self.profile.name,
+            centre=centre,
+            radius=radius,
         )
         self._cache[id(mesh)] = (mesh, prepared)
         return prepared
@@ -188,7 +183,6 @@ class GeometryStage:
         light = np.asarray(spec.light_direction, np.float64)
         ln = np.linalg.norm(light)
         light = light / ln if ln > 0 else np.array([0.0, 1.0, 0.0])
-        ambient = float(spec.ambient)
         gx = 1.0 + 2.0 * self.guard_band / W
         gy = 1.0 + 2.0 * self.guard_band / H
 
@@ -200,7 +194,9 @@ class GeometryStage:
             "vertex_invocations": np.zeros(D, np.int64), "triangles_in": np.zeros(D, np.int64),
             "triangles_culled": np.zeros(D, np.int64), "triangles_clipped": np.zeros(D, np.int64),
         }
-        clip_parts, uv_parts, sh_parts, draw_parts, prim_parts, cull_parts = [], [], [], [], [], []
+        vc_parts, uv_parts, sh_parts, tri_parts, draw_parts, prim_parts, cull_parts = [], [], [], [], [], [], []
+        culled_whole = np.zeros(D, np.int64)
+        base = 0
         for d, dr in enumerate(spec.draws):
             st = dr.state
             pm = self.prepare(dr.mesh)
@@ -217,6 +213,11 @@ class GeometryStage:
             if pm.triangle_count == 0:
                 continue
             mvp = np.asarray(dr.proj, np.float64) @ np.asarray(dr.view, np.float64) @ np.asarray(dr.model, np.float64)
+            if _sphere_outside(mvp, pm.centre, pm.radius):
+                # the whole object is outside one frustum plane: every triangle is culled
+                # (its vertices are still shaded: vertex_invocations is counted above)
+                culled_whole[d] = pm.triangle_count
+                continue
             clip_v = pm.positions @ mvp.T                                   # (V, 4)
             if st.lit or st.colour_kind == "lit":
                 m3 = np.asarray(dr.model, np.float64)[:3, :3]
@@ -227,51 +228,45 @@ class GeometryStage:
                 n = pm.normals @ nmat.T
                 nl = np.linalg.norm(n, axis=1)
                 nl[nl == 0] = 1.0
-                lam = np.maximum(0.0, (n @ light) / nl)
-                shade_v = (ambient + (1.0 - ambient) * lam).astype(np.float32)
+                shade_v = np.clip((n @ light) / nl, 0.0, 1.0).astype(np.float32)
             else:
                 shade_v = np.ones(pm.positions.shape[0], np.float32)
             t = pm.triangles
-            clip_parts.append(clip_v[t])
-            uv_parts.append(pm.uv[t])
-            sh_parts.append(shade_v[t])
+            vc_parts.append(clip_v)
+            uv_parts.append(pm.uv)
+            sh_parts.append(shade_v)
+            tri_parts.append(t + base)
+            base += clip_v.shape[0]
             draw_parts.append(np.full(len(t), d, np.int32))
             prim_parts.append(np.arange(len(t), dtype=np.int32))
             cull_parts.append(np.full(len(t), {"back": 1, "front": 2, "none": 0}[st.cull], np.int8))
 
-        if not clip_parts:
+        if not tri_parts:
+            per_draw["triangles_culled"] = culled_whole
             fg = FrameGeometry.empty(W, H, tile, 0)
             return fg.replace(**per_draw)
-        clip = np.concatenate(clip_parts)          # (N, 3, 4)
-        uv = np.concatenate(uv_parts)              # (N, 3, 2)
-        shade = np.concatenate(sh_parts)           # (N, 3)
+        VC = np.ascontiguousarray(np.concatenate(vc_parts))       # (Vt, 4) clip coordinates
+        VUV = np.concatenate(uv_parts)                             # (Vt, 2)
+        VS = np.concatenate(sh_parts)                              # (Vt,)
+        T = np.ascontiguousarray(np.concatenate(tri_parts))        # (N, 3) into VC
         draw = np.concatenate(draw_parts)
         prim = np.concatenate(prim_parts)
         cullm = np.concatenate(cull_parts)
-        N = clip.shape[0]
+        N = T.shape[0]
 
-        x, y, z, w = clip[..., 0], clip[..., 1], clip[..., 2], clip[..., 3]
-        code = np.zeros((N, 3), np.int32)
-        code |= np.where(z < -w, _NEAR, 0)
-        code |= np.where(z > w, _FAR, 0)
-        code |= np.where(x < -gx * w, _GL, 0)
-        code |= np.where(x > gx * w, _GR, 0)
-        code |= np.where(y < -gy * w, _GB, 0)
-        code |= np.where(y > gy * w, _GT, 0)
-        code |= np.where(x < -w, _VL, 0)
-        code |= np.where(x > w, _VR, 0)
-        code |= np.where(y < -w, _VB, 0)
-        code |= np.where(y > w, _VT, 0)
-        rejected = (code[:, 0] & code[:, 1] & code[:, 2]) != 0
-        clip_mask = _NEAR | _FAR | _GL | _GR | _GB | _GT
-        needs_clip = ~rejected & (((code[:, 0] | code[:, 1] | code[:, 2]) & clip_mask) != 0)
-        simple = ~rejected & ~needs_clip
-
-        src_simple = np.nonzero(simple)[0]
-        src_clip = np.nonzero(needs_clip)[0]
-        cl_clip = clip[src_clip]
+        status = _classify(VC, T, gx, gy)          # 0 rejected, 1 inside the clip volume, 2 clip
+        src_simple = np.nonzero(status == 1)[0]
+        src_clip = np.nonzero(status == 2)[0]
+        xy, zw, inv_w, keep = _setup(VC, T[src_simple], cullm[src_simple], float(W), float(H))
+        kept = src_simple[keep]
+        xy, zw, inv_w = xy[keep], zw[keep], inv_w[keep]
+        Tk = T[kept]
+        uv = VUV[Tk]
+        shade = VS[Tk]
+        src = kept
         if len(src_clip):
-            attrs = np.concatenate([uv[src_clip].astype(np.float64), shade[src_clip][..., None]], axis=2)
+            tc = T[src_clip]
+            attrs = np.concatenate([VUV[tc].astype(np.float64), VS[tc][..., None]], axis=2)
             planes = np.array([
                 [0, 0, 1, 1],      # near: z + w >= 0
                 [0, 0, -1, 1],     # far:  w - z >= 0
@@ -280,55 +275,141 @@ class GeometryStage:
                 [0, 1, 0, gy],     # guard bottom
                 [0, -1, 0, gy],    # guard top
             ], np.float64)
-            out_c, out_a, out_src = _clip_polygons(cl_clip, attrs, planes)
+            out_c, out_a, out_src = _clip_polygons(VC[tc], attrs, planes)
+            m = out_c.shape[0]
+            fan_v = np.ascontiguousarray(out_c.reshape(-1, 4))
+            fan_t = np.arange(3 * m, dtype=np.int64).reshape(m, 3)
             c_src = src_clip[out_src]
-            c_clip = out_c
-            c_uv = out_a[..., :2].astype(np.float32)
-            c_sh = out_a[..., 2].astype(np.float32)
-        else:
-            c_src = np.zeros(0, np.int64)
-            c_clip = np.zeros((0, 3, 4))
-            c_uv = np.zeros((0, 3, 2), np.float32)
-            c_sh = np.zeros((0, 3), np.float32)
-
-        # merge in program order: source triangle index, then fan order
-        src = np.concatenate([src_simple, c_src])
-        order = np.argsort(src, kind="stable")
-        src = src[order]
-        allc = np.concatenate([clip[src_simple], c_clip])[order]
-        alluv = np.concatenate([uv[src_simple], c_uv])[order]
-        allsh = np.concatenate([shade[src_simple], c_sh])[order]
-
-        # perspective divide, viewport, snap
-        wv = allc[..., 3]
-        inv_w = 1.0 / wv
-        xw = (allc[..., 0] * inv_w + 1.0) * 0.5 * W
-        yw = (1.0 - allc[..., 1] * inv_w) * 0.5 * H
-        zw = np.clip(allc[..., 2] * inv_w * 0.5 + 0.5, 0.0, 1.0).astype(np.float32)
-        xy = snap_to_subpixel(np.stack([xw, yw], axis=-1))
-        e1 = xy[:, 1] - xy[:, 0]
-        e2 = xy[:, 2] - xy[:, 0]
-        area = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]      # y down: front (CCW in GL) < 0
-        cm = cullm[src]
-        keep = (area != 0) & ~((cm == 1) & (area > 0)) & ~((cm == 2) & (area < 0))
+            cxy, cz, cinv, ckeep = _setup(fan_v, fan_t, cullm[c_src], float(W), float(H))
+            # merge in program order: source triangle, then fan order
+            src = np.concatenate([kept, c_src[ckeep]])
+            order = np.argsort(src, kind="stable")
+            src = src[order]
+            xy = np.concatenate([xy, cxy[ckeep]])[order]
+            zw = np.concatenate([zw, cz[ckeep]])[order]
+            inv_w = np.concatenate([inv_w, cinv[ckeep]])[order]
+            uv = np.concatenate([uv, out_a[ckeep][..., :2].astype(np.float32)])[order]
+            shade = np.concatenate([shade, out_a[ckeep][..., 2].astype(np.float32)])[order]
 
         # per-draw counters
-        Dn = D
-        tri_draw = draw
-        culled_src = np.ones(N, bool)            # a source triangle is culled when nothing survives
-        culled_src[src[keep]] = False
-        per_draw["triangles_culled"] = np.bincount(tri_draw[culled_src], minlength=Dn).astype(np.int64)
-        per_draw["triangles_clipped"] = np.bincount(tri_draw[src_clip], minlength=Dn).astype(np.int64)
-
-        sel = src[keep]
+        survived = np.zeros(N, bool)             # a source triangle is culled when nothing survives
+        survived[src] = True
+        per_draw["triangles_culled"] = (np.bincount(draw[~survived], minlength=D).astype(np.int64)
+                                        + culled_whole)
+        per_draw["triangles_clipped"] = np.bincount(draw[src_clip], minlength=D).astype(np.int64)
         return FrameGeometry(
             width=W, height=H, tile=tile,
-            xy=xy[keep], z=zw[keep], inv_w=inv_w[keep].astype(np.float32),
-            uv=alluv[keep], shade=np.clip(allsh[keep], 0.0, 1.0),
-            draw=draw[sel], prim=prim[sel],
+            xy=xy, z=zw, inv_w=inv_w, uv=uv, shade=np.clip(shade, 0.0, 1.0),
+            draw=draw[src], prim=prim[src],
             validate_on_init=False,
             **per_draw,
         )
+
+
+def _sphere_outside(mvp: np.ndarray, centre: np.ndarray, radius: float) -> bool:
+    """True when an object-space bounding sphere lies wholly outside one frustum plane."""
+    for plane in _FRUSTUM:
+        p = plane @ mvp                     # the clip-space plane in object space
+        n = np.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
+        if n == 0.0:
+            continue
+        if (p[0] * centre[0] + p[1] * centre[1] + p[2] * centre[2] + p[3]) < -radius * n:
+            return True
+    return False
+
+
+_FRUSTUM = np.array([
+    [1, 0, 0, 1], [-1, 0, 0, 1], [0, 1, 0, 1], [0, -1, 0, 1], [0, 0, 1, 1], [0, 0, -1, 1],
+], np.float64)
+
+
+@njit(cache=True)
+def _classify(VC, T, gx, gy):
+    """0: outside one frustum/viewport plane, 1: inside near/far and guard band, 2: needs clipping."""
+    N = T.shape[0]
+    out = np.empty(N, np.int8)
+    for i in range(N):
+        all_out = 0x3FF
+        any_out = 0
+        for k in range(3):
+            v = T[i, k]
+            x = VC[v, 0]
+            y = VC[v, 1]
+            z = VC[v, 2]
+            w = VC[v, 3]
+            c = 0
+            if z < -w:
+                c |= 1
+            if z > w:
+                c |= 2
+            if x < -gx * w:
+                c |= 4
+            if x > gx * w:
+                c |= 8
+            if y < -gy * w:
+                c |= 16
+            if y > gy * w:
+                c |= 32
+            if x < -w:
+                c |= 64
+            if x > w:
+                c |= 128
+            if y < -w:
+                c |= 256
+            if y > w:
+                c |= 512
+            all_out &= c
+            any_out |= c
+        if all_out != 0:
+            out[i] = 0
+        elif any_out & 63:
+            out[i] = 2
+        else:
+            out[i] = 1
+    return out
+
+
+@njit(cache=True, inline="always")
+def _snap(a):
+    s = a * 256.0
+    if s >= 0:
+        return np.floor(s + 0.5) / 256.0
+    return -np.floor(-s + 0.5) / 256.0
+
+
+@njit(cache=True)
+def _setup(VC, T, cull, W, H):
+    """Perspective divide, viewport (y down), 1/256 snap, face culling.
+
+    Same rounding as :func:`pipeline_model.frame.snap_to_subpixel` (ties away from zero).
+    Returns xy (n, 3, 2) float64, z (n, 3) float32, inv_w (n, 3) float32, keep (n,) bool.
+    """
+    n = T.shape[0]
+    xy = np.empty((n, 3, 2))
+    z = np.empty((n, 3), np.float32)
+    iw = np.empty((n, 3), np.float32)
+    keep = np.empty(n, np.bool_)
+    for i in range(n):
+        for k in range(3):
+            v = T[i, k]
+            inv = 1.0 / VC[v, 3]
+            xy[i, k, 0] = _snap((VC[v, 0] * inv + 1.0) * 0.5 * W)
+            xy[i, k, 1] = _snap((1.0 - VC[v, 1] * inv) * 0.5 * H)
+            zz = VC[v, 2] * inv * 0.5 + 0.5
+            if zz < 0.0:
+                zz = 0.0
+            elif zz > 1.0:
+                zz = 1.0
+            z[i, k] = np.float32(zz)
+            iw[i, k] = np.float32(inv)
+        ax = xy[i, 1, 0] - xy[i, 0, 0]
+        ay = xy[i, 1, 1] - xy[i, 0, 1]
+        bx = xy[i, 2, 0] - xy[i, 0, 0]
+        by = xy[i, 2, 1] - xy[i, 0, 1]
+        area = ax * by - ay * bx            # y down: front (CCW in GL) < 0
+        c = cull[i]
+        keep[i] = area != 0.0 and not (c == 1 and area > 0.0) and not (c == 2 and area < 0.0)
+    return xy, z, iw, keep
 
 
 @njit(cache=True)

@@ -104,6 +104,10 @@ class FrameContext:
             kw["clear_colour"] = self.clear
         elif "clear" in params and "clear" not in kw:
             kw["clear"] = self.clear
+        if "setup" in params and "setup" not in kw:
+            if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
+                self.shared["setup"] = raster.setup_triangles(self.frame)
+            kw["setup"] = self.shared["setup"]
         t0 = time.perf_counter()
         result = fn(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0

@@ -24,7 +24,7 @@ degrees, lengths are world units, time is counted in frames::
       "width": 1196, "height": 768,       # default screen (a run may override)
       "clear": [0.1, 0.1, 0.15],          # clear colour
       "seed": 1,                          # for "shuffle" orders
-      "light": {"direction": [0.4, 1, 0.3], "ambient": 0.35},   # towards the light, world space
+      "light": {"direction": [0.4, 1, 0.3]},   # towards the light, world space
       "camera": CAMERA,                   # the default camera (layers may have their own)
       "meshes": {"NAME": MESH, ...},      # meshes the objects refer to by name
       "materials": {"NAME": STATE, ...},  # named render states
@@ -56,14 +56,15 @@ project) falls back to ``fallback`` (default a sphere); :attr:`Scene.fallbacks` 
      "colour": COLOUR}
 
 ``COLOUR`` -- ``[r, g, b]`` (flat) or ``{"kind": "flat|checker|stripes|noise|lit",
-"base": [r,g,b], "second": [r,g,b], "frequency": 8, "param": 0}`` (``frequency`` is
-pattern periods per unit of texture coordinate; ``param`` is the spare 8th colour
-parameter, e.g. a noise seed).
+"base": [r,g,b], "second": [r,g,b], "frequency": 8}`` (``frequency`` is pattern periods per
+unit of texture coordinate; :mod:`pipeline_model.shading` evaluates it).  ``lit`` puts the
+per-vertex directional light ``max(0, n . l)`` into the frame's ``shade`` and makes the
+shader modulate the pattern by it (kind ``lit`` is a flat colour that is always lit).
 
 ``LAYER`` -- ``{"name": "world", "order": ORDER, "camera": CAMERA}``.  ``ORDER`` is how the
 layer's objects are submitted each frame: ``listed`` (as in the file), ``back-to-front`` /
-``front-to-back`` (by view depth of each object's bounding-box centre this frame, ties in
-listed order), or ``shuffle`` (a fixed seeded permutation of the listed order).  Without
+``front-to-back`` (by the distance from the eye to each object's world-space bounding box
+this frame, ties in listed order), or ``shuffle`` (a fixed seeded permutation of the listed order).  Without
 ``layers`` there is one layer ``default`` with order ``listed``.
 
 ``CAMERA``::
@@ -74,7 +75,8 @@ listed order), or ``shuffle`` (a fixed seeded permutation of the listed order). 
      "orbit": {"center": [...], "radius": 30, "height": 10, "start": 0, "speed": 1},  # deg/frame
      "velocity": [dx, dy, dz]}           # eye and target move together (scrolling)
     {"projection": "orthographic", "height": 20, ...same placement keys...}
-    {"projection": "screen"}             # 2D/HUD: x, y in pixels (y down), z = window depth
+    {"projection": "screen", "size": [1196, 768]}   # 2D/HUD: x, y in pixels (y down) of a
+                                         # logical screen scaled to the real one, z = depth
 
 ``OBJECT``::
 
@@ -192,7 +194,6 @@ class RenderState:
     base: tuple = (0.8, 0.8, 0.8)
     second: tuple = (0.2, 0.2, 0.2)
     frequency: float = 8.0
-    param: float = 0.0
 
     _KEYS = ("depth_test", "depth_write", "blend", "alpha", "shader_cost", "cull", "lit", "colour")
 
@@ -201,8 +202,11 @@ class RenderState:
         return COLOUR_KIND_CODES[self.colour_kind]
 
     def colour_params(self) -> np.ndarray:
-        """The 8 colour parameters of :class:`~pipeline_model.frame.FrameGeometry`."""
-        return np.array([*self.base, *self.second, self.frequency, self.param], np.float32)
+        """The 8 colour parameters of :class:`~pipeline_model.frame.FrameGeometry`:
+        base rgb, second rgb, frequency, flags (1 = modulate by the light, see
+        :mod:`pipeline_model.shading`)."""
+        return np.array([*self.base, *self.second, self.frequency, 1.0 if self.lit else 0.0],
+                        np.float32)
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str = "state", base: "RenderState | None" = None) -> "RenderState":
@@ -223,7 +227,7 @@ class RenderState:
             if isinstance(c, list):
                 kw.update(colour_kind="flat", base=_vec(c, cctx, 3, 0.0, 1.0))
             else:
-                _check_keys(c, ("kind", "base", "second", "frequency", "param"), cctx)
+                _check_keys(c, ("kind", "base", "second", "frequency"), cctx)
                 if "kind" in c:
                     kw["colour_kind"] = _choice(c["kind"], _where(cctx, "kind"), COLOUR_KIND_CODES)
                 if "base" in c:
@@ -232,8 +236,6 @@ class RenderState:
                     kw["second"] = _vec(c["second"], _where(cctx, "second"), 3, 0.0, 1.0)
                 if "frequency" in c:
                     kw["frequency"] = _num(c["frequency"], _where(cctx, "frequency"), 0.0)
-                if "param" in c:
-                    kw["param"] = _num(c["param"], _where(cctx, "param"))
         return cls(**kw)
 
     def to_dict(self) -> dict:
@@ -241,7 +243,7 @@ class RenderState:
             "depth_test": self.depth_test, "depth_write": self.depth_write, "blend": self.blend,
             "alpha": self.alpha, "shader_cost": self.shader_cost, "cull": self.cull, "lit": self.lit,
             "colour": {"kind": self.colour_kind, "base": list(self.base), "second": list(self.second),
-                       "frequency": self.frequency, "param": self.param},
+                       "frequency": self.frequency},
         }
 
 
@@ -347,9 +349,10 @@ class Camera:
     path: tuple = ()               # tuple of dicts {"frame", "eye"?, "target"?, "fovy"?, "height"?}
     orbit: dict | None = None      # {"center", "radius", "height", "start", "speed"}
     velocity: tuple = (0.0, 0.0, 0.0)
+    size: tuple | None = None      # screen projection: logical pixel size (None = the screen's)
 
     _KEYS = ("projection", "fovy", "near", "far", "height", "eye", "target", "up", "path", "orbit",
-             "velocity")
+             "velocity", "size")
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str = "camera") -> "Camera":
@@ -393,6 +396,11 @@ class Camera:
                 "start": _num(o.get("start", 0.0), _where(oc, "start")),
                 "speed": _num(o.get("speed", 1.0), _where(oc, "speed")),
             }
+        if "size" in d:
+            sz = d["size"]
+            if not isinstance(sz, list) or len(sz) != 2:
+                raise SceneError(f"{ctx}.size: expected [width, height]")
+            kw["size"] = (_num(sz[0], f"{ctx}.size[0]", 1.0), _num(sz[1], f"{ctx}.size[1]", 1.0))
         cam = cls(**kw)
         if cam.projection != "screen":
             if cam.near <= 0 or cam.far <= cam.near:
@@ -402,6 +410,8 @@ class Camera:
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"projection": self.projection}
         if self.projection == "screen":
+            if self.size is not None:
+                d["size"] = list(self.size)
             return d
         d.update(fovy=self.fovy, near=self.near, far=self.far, height=self.height,
                  eye=list(self.eye), target=list(self.target), up=list(self.up),
@@ -433,7 +443,8 @@ class Camera:
     def matrices(self, frame: int, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(view, projection, eye position) at a frame for a ``width x height`` screen."""
         if self.projection == "screen":
-            return np.eye(4), screen_projection(width, height), np.array([0.0, 0.0, -1.0])
+            w, h = self.size if self.size is not None else (width, height)
+            return np.eye(4), screen_projection(w, h), np.array([0.0, 0.0, -1.0])
         eye, target, fovy, h = self.placement(frame)
         view = look_at(eye, target, self.up)
         aspect = width / height
@@ -828,7 +839,6 @@ class FrameSpec:
     draws: list
     clear: tuple
     light_direction: tuple
-    ambient: float
 
 
 # ----------------------------------------------------------------------------- scene
@@ -852,7 +862,6 @@ class Scene:
     clear: tuple = (0.0, 0.0, 0.0)
     seed: int = 1
     light_direction: tuple = (0.4, 1.0, 0.3)
-    ambient: float = 0.35
     description: str = ""
     base_dir: Path | None = None
     source: str | None = None
@@ -883,11 +892,9 @@ class Scene:
         if "seed" in d:
             kw["seed"] = _int(d["seed"], "seed", 0)
         if "light" in d:
-            lt = _check_keys(d["light"], ("direction", "ambient"), "light")
+            lt = _check_keys(d["light"], ("direction",), "light")
             if "direction" in lt:
                 kw["light_direction"] = _vec(lt["direction"], "light.direction")
-            if "ambient" in lt:
-                kw["ambient"] = _num(lt["ambient"], "light.ambient", 0.0, 1.0)
         if "camera" in d:
             kw["camera"] = Camera.from_dict(d["camera"], "camera")
         meshes = d.get("meshes", {})
@@ -970,7 +977,7 @@ class Scene:
         if self.description:
             d["description"] = self.description
         d.update(frames=self.frames, width=self.width, height=self.height, clear=list(self.clear),
-                 seed=self.seed, light={"direction": list(self.light_direction), "ambient": self.ambient},
+                 seed=self.seed, light={"direction": list(self.light_direction)},
                  camera=self.camera.to_dict(), meshes=copy.deepcopy(self.meshes),
                  materials={k: v.to_dict() for k, v in self.materials.items()},
                  layers=[ly.to_dict() for ly in self.layers],
@@ -998,13 +1005,19 @@ class Scene:
         return {o.mesh: self.mesh(o.mesh) for o in self.objects}
 
     @cached_property
-    def _bounds_centre(self) -> dict:
+    def _bounds_corners(self) -> dict:
         out = {}
         for o in self.objects:
-            m = self.mesh(o.mesh)
-            b = m.bounds()
-            out[o.mesh] = np.append((b[0] + b[1]) / 2.0, 1.0)
+            b = self.mesh(o.mesh).bounds()
+            out[o.mesh] = np.array([[b[i][0], b[j][1], b[k][2], 1.0]
+                                    for i in (0, 1) for j in (0, 1) for k in (0, 1)])
         return out
+
+    def _distance(self, model: np.ndarray, mesh: str, eye: np.ndarray) -> float:
+        """Distance from the eye to the object's world-space bounding box (0 inside it)."""
+        c = (model @ self._bounds_corners[mesh].T)[:3].T
+        lo, hi = c.min(0), c.max(0)
+        return float(np.linalg.norm(np.maximum(np.maximum(lo - eye, eye - hi), 0.0)))
 
     # ------------------------------------------------------------ frames
     def frame(self, index: int, width: int | None = None, height: int | None = None) -> FrameSpec:
@@ -1018,16 +1031,15 @@ class Scene:
             key = id(cam)
             if key not in cams:
                 cams[key] = cam.matrices(index, width, height)
-            view, proj, _eye = cams[key]
+            view, proj, eye = cams[key]
             members = [(k, o) for k, o in enumerate(self.objects)
                        if o.layer == layer.name and o.visible_at(index)]
             models = [o.transform(index) for _, o in members]
             order = list(range(len(members)))
             if layer.order in ("back-to-front", "front-to-back") and members:
-                centres = np.array([(view @ m @ self._bounds_centre[o.mesh])[2]
-                                    for m, (_, o) in zip(models, members)])
-                # eye space looks down -z: distance = -z; stable sort keeps listed order on ties
-                dist = -centres
+                # distance from the eye to each object's world bounding box, as an engine's
+                # sort would use; the stable sort keeps listed order on ties
+                dist = np.array([self._distance(m, o.mesh, eye) for m, (_, o) in zip(models, members)])
                 key_ = -dist if layer.order == "back-to-front" else dist
                 order = list(np.argsort(key_, kind="stable"))
             elif layer.order == "shuffle" and members:
@@ -1040,8 +1052,7 @@ class Scene:
                 _, o = members[j]
                 draws.append(Draw(len(draws), o.object_id, o.name, o.mesh, self.mesh(o.mesh),
                                   models[j], view, proj, o.state))
-        return FrameSpec(index, width, height, draws, tuple(self.clear), tuple(self.light_direction),
-                         float(self.ambient))
+        return FrameSpec(index, width, height, draws, tuple(self.clear), tuple(self.light_direction))
 
     def __repr__(self) -> str:
         return (f"Scene({self.name!r}, {len(self.objects)} objects, {len(self.layers)} layers, "
@@ -1050,13 +1061,16 @@ class Scene:
 
 # ----------------------------------------------------------------------------- loading
 def _scenes_dir() -> Path:
+    """``meshes/scenes`` of the installed project (the ``meshes`` package's folder)."""
     try:
-        from importlib.resources import files
+        import meshes as _m
 
-        p = Path(str(files("meshes").joinpath("scenes")))
-        if p.is_dir():
-            return p
-    except (ModuleNotFoundError, TypeError):
+        f = getattr(_m, "__file__", None)
+        if f:
+            p = Path(f).resolve().parent / "scenes"
+            if p.is_dir():
+                return p
+    except ImportError:
         pass
     return Path(__file__).resolve().parent.parent / "meshes" / "scenes"
 

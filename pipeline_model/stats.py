@@ -33,7 +33,9 @@ Energy model
 Counters (one row per technique and frame, see :data:`COUNTERS`)
 -------------------------------------------------------------------
 vertex_invocations, triangles_in / culled / clipped / binned, tile_triangle_pairs,
-fragments_rasterized (main pass), hsr_fragments (DR's extra depth-only pass), early_z_killed,
+fragments_rasterized (main pass), hsr_fragments (DR's extra depth-only pass over the opaque
+WOZ triangles; estimated per tile from their share of the tile's list entries when the raster
+stage does not count it), early_z_killed,
 fragments_shaded, fragments_blended, samples (shaded samples: superfragments count once under
 DSR), covered_pixels (pixels covered by at least one fragment, the overshading denominator),
 overshading (fragments_shaded / covered_pixels), shader_cycles, tiles_rendered, tiles_skipped,
@@ -209,34 +211,40 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
     pb_read_per_tile = pairs_per_tile * (pb_read / pairs) if pairs else np.zeros(n_tiles)
 
     # ---- raster counters (per tile where the raster stage gives them)
-    def tile_counter(*names):
+    def tile_counter(*names, default=0.0):
+        counter = getattr(result, "counter", None)
         for nm in names:
+            if counter is not None:
+                try:
+                    a = np.asarray(counter(nm), np.float64).reshape(-1)
+                except (ValueError, KeyError, IndexError):
+                    a = None
+                if a is not None and a.size == n_tiles:
+                    return a
             a = _per_tile(result, nm, n_tiles)
             if a is not None:
                 return a
-        for nm in names:
-            if getattr(result, nm, None) is not None:
-                arr = np.zeros(n_tiles)
-                arr[0] = _scalar(result, nm)
-                return arr
-        return np.zeros(n_tiles)
+        return np.full(n_tiles, default)
 
     rast = tile_counter("fragments_rasterized")
     shaded = tile_counter("fragments_shaded")
     killed = tile_counter("early_z_killed")
-    blended = tile_counter("fragments_blended", "blended")
+    blended = tile_counter("blended", "fragments_blended")
     samples = tile_counter("samples")
     shader_cyc = tile_counter("shader_cycles")
     textured = tile_counter("textured_fragments")
-    rendered = _per_tile(result, "tiles_rendered", n_tiles)
-    if rendered is None:
-        rendered = _per_tile(result, "tile_rendered", n_tiles)
-    if rendered is None:
-        rendered = np.ones(n_tiles)
-    rendered = (rendered > 0).astype(np.float64)
-    hsr_tile = _per_tile(result, "hsr_fragments", n_tiles)
-    if hsr_tile is None:
-        hsr_tile = rast.copy() if hsr else np.zeros(n_tiles)
+    rendered = (tile_counter("tiles_rendered", "tile_rendered", default=1.0) > 0).astype(np.float64)
+    hsr_tile = tile_counter("hsr_fragments")
+    if hsr and not hsr_tile.any() and pairs:
+        # The raster stage counts DR's fragments once.  Its depth-only pass rasterizes the
+        # tile's opaque WOZ triangles again: estimate their fragments per tile from their share
+        # of the tile's display-list entries.
+        woz = np.asarray(frame.depth_test & frame.depth_write & ~frame.blend)
+        pair_tile = np.repeat(np.arange(n_tiles), np.diff(offsets))
+        woz_pairs = np.bincount(pair_tile, weights=woz[np.asarray(frame.draw)[tri]].astype(np.float64),
+                                minlength=n_tiles)
+        share = np.divide(woz_pairs, pairs_per_tile, out=np.zeros(n_tiles), where=pairs_per_tile > 0)
+        hsr_tile = np.round(rast * share)
     if not shader_cyc.any() and shaded.any():
         shader_cyc = shaded.copy()
 

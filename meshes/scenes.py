@@ -1,0 +1,417 @@
+"""Builders of the shipped pipeline-model scenes (``meshes/scenes/*.json``).
+
+The JSON files are generated from these functions (deterministic: a seeded
+``numpy.random.default_rng``) and committed; ``python -m meshes.scenes`` rewrites them and
+``tests/test_scene.py`` checks that the committed files equal the builders' output.  The
+format is documented in :mod:`pipeline_model.scene`.
+
+==================  ===========================================================================
+scene               what it exercises
+==================  ===========================================================================
+city-unordered      ~100 opaque lit buildings, trees, a statue (the Stanford bunny when
+                    ``../shared/meshes`` is there, an icosphere otherwise) and moving cars along
+                    a street; the camera drives down the street.  Objects are submitted
+                    **far to near** each frame and the ground first: the worst case for early-Z
+                    (VRO, EVR, DR and the oracle have most to win).
+city-ordered        the same city drawn **near to far**, the ground last: baseline close to the
+                    oracle.
+hud-over-3d         a 3D scene (orbiting camera, spinning objects) under HUD layers drawn last
+                    with a screen-space camera: opaque NWOZ panels (minimap, bottom bar) and
+                    translucent NWOZ panels (status bar, reticle), a moving minimap marker and
+                    an animated health bar (EVR + RE: 3D primitives hidden by opaque HUD panels
+                    need not enter the tile signatures).
+sprites-2d          painter's-algorithm 2D game: background, parallax hills, ~150 static platform
+                    and decoration sprites, a few moving sprites and translucent particles, all
+                    NWOZ with depth testing off (RE skips most tiles).
+low-frequency       an orthographic 2.5D scene scrolling slowly: large flat and smooth (lit,
+                    low-frequency noise) regions beside fine checker and stripe textures (DSR).
+==================  ===========================================================================
+
+Meshes used in the scenes' index buffers are shuffled copies (``"shuffle": SEED``) or the shared
+scanned meshes in their file order, so the mesh optimizers of ``meshopt_batch`` change the
+vertex-shader count of every scene.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SCENE_BUILDERS", "build", "city", "hud_over_3d", "sprites_2d", "low_frequency",
+           "write_all", "SCENES_DIR"]
+
+SCENES_DIR = Path(__file__).resolve().parent / "scenes"
+W, H = 1196, 768
+
+
+def _r(x, nd=3):
+    """Round floats for compact, stable JSON."""
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_r(v, nd) for v in x]
+    if isinstance(x, (float, np.floating)):
+        v = round(float(x), nd)
+        return int(v) if v == int(v) else v
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+# --------------------------------------------------------------------------- city
+def _city_objects(rng):
+    meshes = {
+        "ground": {"shape": "plane", "nx": 8, "nz": 8},
+        "statue": {"shared": "bunny", "normalize": True,
+                   "fallback": {"library": "icosphere", "subdiv": 3, "fallback": {"shape": "sphere"}}},
+        "plinth": {"shape": "cylinder", "segments": 32},
+        "tree": {"shared": "tree_quaternius_birch8", "normalize": True,
+                 "fallback": {"shape": "cone", "segments": 24, "shuffle": 11}},
+        "car": {"shape": "box", "divisions": 2, "shuffle": 5},
+    }
+    for k, div in enumerate((2, 3, 4, 5)):
+        meshes[f"building{k}"] = {"shape": "box", "divisions": div, "shuffle": 100 + k}
+    objects = []
+    objects.append({"name": "ground", "mesh": "ground", "layer": "ground",
+                    "scale": [400, 1, 400], "position": [0, 0, -100],
+                    "state": {"lit": True, "colour": {"kind": "checker", "base": [0.42, 0.44, 0.4],
+                                                      "second": [0.36, 0.37, 0.35], "frequency": 40}}})
+    palette = [(0.75, 0.68, 0.55), (0.55, 0.6, 0.7), (0.7, 0.5, 0.45), (0.6, 0.65, 0.55),
+               (0.8, 0.78, 0.72), (0.5, 0.5, 0.55)]
+    k = 0
+    for j in range(12):                    # rows along the street (-z)
+        z = 14 - 17.0 * j
+        for side in (-1, 1):
+            for c in range(4):             # columns away from the street
+                x = side * (13 + 15.0 * c)
+                w = rng.uniform(7, 11)
+                d = rng.uniform(7, 12)
+                h = rng.uniform(10, 42) * (1.0 + 0.25 * c)
+                base = palette[int(rng.integers(len(palette)))]
+                kind = ["stripes", "checker", "noise"][int(rng.integers(3))]
+                objects.append({
+                    "name": f"building-{j}-{'L' if side < 0 else 'R'}{c}",
+                    "mesh": f"building{int(rng.integers(4))}", "layer": "world",
+                    "position": _r([x + rng.uniform(-1, 1), h / 2, z + rng.uniform(-1.5, 1.5)]),
+                    "scale": _r([w, h, d]),
+                    "state": {"lit": True, "shader_cost": _r(float(rng.choice([1.0, 1.5, 2.0, 3.0]))),
+                              "colour": {"kind": kind, "base": _r(list(base)),
+                                         "second": _r([0.25 * b for b in base]),
+                                         "frequency": int(rng.choice([6, 8, 12]))}},
+                })
+                k += 1
+    for j in range(10):                    # trees on both pavements
+        for side in (-1, 1):
+            s = rng.uniform(4.5, 7.0)
+            objects.append({"name": f"tree-{j}-{'L' if side < 0 else 'R'}", "mesh": "tree",
+                            "layer": "world",
+                            "position": _r([side * 7.0, 0, 8 - 17.0 * j + rng.uniform(-2, 2)]),
+                            "rotation": [0, _r(rng.uniform(0, 360)), 0], "scale": _r(s),
+                            "state": {"lit": True, "colour": {"kind": "noise", "base": [0.3, 0.55, 0.25],
+                                                              "second": [0.15, 0.3, 0.1], "frequency": 12}}})
+    objects.append({"name": "plinth", "mesh": "plinth", "layer": "world", "position": [0, 0, -176],
+                    "scale": [9, 3, 9],
+                    "state": {"lit": True, "colour": {"kind": "stripes", "base": [0.7, 0.7, 0.68],
+                                                      "second": [0.55, 0.55, 0.52], "frequency": 10}}})
+    objects.append({"name": "statue", "mesh": "statue", "layer": "world", "position": [0, 3, -176],
+                    "rotation": [0, 20, 0], "scale": 12,
+                    "state": {"lit": True, "shader_cost": 2.0, "colour": {"kind": "lit", "base": [0.8, 0.7, 0.45]}},
+                    "animation": {"spin": [0, 0.5, 0]}})
+    for i in range(6):                     # cars driving both ways
+        lane = -2.5 if i % 2 else 2.5
+        v = 0.45 if i % 2 else -0.6
+        objects.append({"name": f"car-{i}", "mesh": "car", "layer": "world",
+                        "position": _r([lane, 0.9, -20.0 * i - rng.uniform(0, 8)]),
+                        "scale": [1.8, 1.5, 4.2],
+                        "state": {"lit": True, "colour": {"kind": "flat", "base": _r(list(rng.uniform(0.2, 0.9, 3)))}},
+                        "animation": {"velocity": [0, 0, v]}})
+    return meshes, objects
+
+
+def city(ordered: bool) -> dict:
+    rng = np.random.default_rng(2024)
+    meshes, objects = _city_objects(rng)
+    for i, o in enumerate(objects):
+        o["object_id"] = i
+    if ordered:
+        layers = [{"name": "world", "order": "front-to-back"}, {"name": "ground", "order": "listed"}]
+        desc = ("City street, opaque objects submitted near to far each frame and the ground "
+                "last: early-Z already removes most overshading (baseline close to oracle).")
+    else:
+        layers = [{"name": "ground", "order": "listed"}, {"name": "world", "order": "back-to-front"}]
+        desc = ("City street, opaque objects submitted far to near each frame after the ground: "
+                "the worst case for early-Z (VRO, EVR, DR, oracle have most to win).")
+    return {
+        "name": "city-ordered" if ordered else "city-unordered",
+        "description": desc,
+        "frames": 60, "width": W, "height": H, "clear": [0.55, 0.7, 0.9], "seed": 7,
+        "light": {"direction": [0.35, 1.0, 0.25]},
+        "camera": {"projection": "perspective", "fovy": 60, "near": 0.5, "far": 400,
+                   "path": [{"frame": 0, "eye": [0.5, 5.5, 34], "target": [0, 6, -20]},
+                            {"frame": 60, "eye": [-0.5, 6.5, -62], "target": [0, 7, -170]},
+                            {"frame": 120, "eye": [0, 9, -130], "target": [0, 10, -176]}]},
+        "meshes": meshes, "layers": layers, "objects": objects,
+    }
+
+
+# --------------------------------------------------------------------------- hud over 3d
+def hud_over_3d() -> dict:
+    rng = np.random.default_rng(7)
+    meshes = {
+        "ground": {"shape": "plane", "nx": 4},
+        "ring": {"library": "torus", "n_major": 48, "n_minor": 16, "shuffle": 3,
+                 "fallback": {"shape": "torus", "segments": 48, "sides": 16, "shuffle": 3}},
+        "ball": {"library": "icosphere", "subdiv": 3, "shuffle": 4, "fallback": {"shape": "sphere", "shuffle": 4}},
+        "crate": {"shape": "box", "divisions": 3, "shuffle": 6},
+        "pillar": {"shape": "cylinder", "segments": 24, "stacks": 6, "shuffle": 8},
+        "statue": {"shared": "armadillo_86k", "normalize": True, "fallback": {"shape": "torus", "shuffle": 9}},
+        "panel": {"shape": "quad"},
+    }
+    objects = [{"name": "ground", "mesh": "ground", "layer": "world", "scale": [120, 1, 120],
+                "state": {"lit": True, "colour": {"kind": "checker", "base": [0.5, 0.5, 0.45],
+                                                  "second": [0.3, 0.32, 0.3], "frequency": 20}}}]
+    kinds = ["ring", "ball", "crate", "pillar"]
+    for i in range(28):
+        a = 2 * np.pi * i / 28
+        r = 10 + 14 * (i % 3)
+        m = kinds[i % 4]
+        s = float(rng.uniform(2.0, 4.0))
+        pos = [r * np.sin(a), s / 2 if m != "pillar" else 0, r * np.cos(a)]
+        if m == "ring":
+            pos[1] = s * 0.6
+        o = {"name": f"{m}-{i}", "mesh": m, "layer": "world", "position": _r(pos),
+             "scale": _r([s, s * (3 if m == "pillar" else 1), s]),
+             "state": {"lit": True, "shader_cost": _r(float(rng.choice([1.0, 2.0, 4.0]))),
+                       "colour": {"kind": ["lit", "noise", "stripes", "checker"][i % 4],
+                                  "base": _r(list(rng.uniform(0.3, 0.95, 3))),
+                                  "second": _r(list(rng.uniform(0.05, 0.4, 3))), "frequency": 6}}}
+        if m in ("ring", "crate"):
+            o["animation"] = {"spin": [0, _r(float(rng.uniform(1, 3))), 0]}
+        objects.append(o)
+    objects.append({"name": "statue", "mesh": "statue", "layer": "world", "position": [0, 0, 0],
+                    "scale": 9, "state": {"lit": True, "colour": {"kind": "lit", "base": [0.75, 0.65, 0.5]}}})
+
+    def panel(name, x, y, w, h, state, layer="hud-opaque", animation=None):
+        o = {"name": name, "mesh": "panel", "layer": layer, "position": _r([x + w / 2, y + h / 2, 0]),
+             "scale": _r([w, h, 1]), "state": state}
+        if animation:
+            o["animation"] = animation
+        return o
+
+    opaque = {"depth_test": False, "depth_write": False, "cull": "none"}
+    trans = {"depth_test": False, "depth_write": False, "cull": "none", "blend": True}
+    objects += [
+        panel("bottom-bar", 0, H - 96, W, 96, {**opaque, "colour": {"kind": "stripes", "base": [0.16, 0.18, 0.22],
+                                                                 "second": [0.12, 0.13, 0.16], "frequency": 40}}),
+        panel("minimap", 16, 16, 224, 224, {**opaque, "colour": {"kind": "checker", "base": [0.2, 0.35, 0.25],
+                                                              "second": [0.15, 0.28, 0.2], "frequency": 8}}),
+        panel("minimap-marker", 120, 120, 12, 12, {**opaque, "colour": [0.95, 0.85, 0.2]},
+              animation={"oscillate": {"axis": [1, 0, 0], "amplitude": 60, "period": 90}}),
+        panel("weapon", W - 320, H - 240, 288, 208, {**opaque, "shader_cost": 2.0,
+                                                    "colour": {"kind": "noise", "base": [0.45, 0.45, 0.5],
+                                                               "second": [0.25, 0.25, 0.3], "frequency": 6}}),
+        panel("health-back", 32, H - 72, 400, 40, {**opaque, "colour": [0.25, 0.05, 0.05]}),
+        panel("health", 32, H - 72, 400, 40, {**opaque, "colour": [0.8, 0.1, 0.1]},
+              animation={"keyframes": [{"frame": 0, "position": [232, H - 52, 0], "scale": [400, 40, 1]},
+                                       {"frame": 60, "position": [152, H - 52, 0], "scale": [240, 40, 1]}]}),
+        panel("status-bar", 0, 0, W, 48, {**trans, "alpha": 0.5, "colour": [0.05, 0.05, 0.1]}, layer="hud-translucent"),
+        panel("reticle", W / 2 - 40, H / 2 - 40, 80, 80, {**trans, "alpha": 0.35, "colour": [0.9, 0.9, 0.9]},
+              layer="hud-translucent"),
+        panel("message", W / 2 - 260, 72, 520, 64, {**trans, "alpha": 0.6, "colour": {"kind": "stripes", "base": [0.1, 0.2, 0.4],
+                                                                                    "second": [0.05, 0.1, 0.25], "frequency": 30}},
+              layer="hud-translucent"),
+    ]
+    for i, o in enumerate(objects):
+        o["object_id"] = i
+    return {
+        "name": "hud-over-3d",
+        "description": "3D scene under opaque and translucent NWOZ HUD layers drawn last "
+                       "(screen-space camera, depth test off).",
+        "frames": 60, "width": W, "height": H, "clear": [0.35, 0.45, 0.6], "seed": 3,
+        "light": {"direction": [-0.3, 1.0, 0.5]},
+        "camera": {"projection": "perspective", "fovy": 55, "near": 0.5, "far": 300,
+                   "orbit": {"center": [0, 2, 0], "radius": 48, "height": 14, "start": 10, "speed": 0.5}},
+        "meshes": meshes,
+        "layers": [{"name": "world", "order": "listed"},
+                   {"name": "hud-opaque", "order": "listed", "camera": {"projection": "screen", "size": [W, H]}},
+                   {"name": "hud-translucent", "order": "listed", "camera": {"projection": "screen", "size": [W, H]}}],
+        "objects": objects,
+    }
+
+
+# --------------------------------------------------------------------------- sprites 2d
+def sprites_2d() -> dict:
+    rng = np.random.default_rng(11)
+    meshes = {"sprite": {"shape": "quad"}, "blob": {"shape": "quad", "nx": 2}}
+    nwoz = {"depth_test": False, "depth_write": False, "cull": "none"}
+    objects = [
+        {"name": "sky", "mesh": "sprite", "layer": "background", "position": [W / 2, H / 2, 0], "scale": [W, H, 1],
+         "state": {**nwoz, "colour": {"kind": "noise", "base": [0.55, 0.75, 0.95], "second": [0.8, 0.88, 0.98],
+                                      "frequency": 3}}},
+    ]
+    for i in range(5):                     # parallax hills (static)
+        w = rng.uniform(300, 520)
+        h = rng.uniform(120, 260)
+        x = rng.uniform(0, W)
+        objects.append({"name": f"hill-{i}", "mesh": "sprite", "layer": "background",
+                        "position": _r([x, H - 140 - h / 2 + 40, 0]), "scale": _r([w, h, 1]),
+                        "state": {**nwoz, "colour": {"kind": "stripes", "base": [0.35, 0.6, 0.35],
+                                                     "second": [0.3, 0.52, 0.3], "frequency": 5}}})
+    objects.append({"name": "ground", "mesh": "sprite", "layer": "world", "position": [W / 2, H - 70, 0],
+                    "scale": [W, 140, 1],
+                    "state": {**nwoz, "colour": {"kind": "checker", "base": [0.55, 0.4, 0.25],
+                                                 "second": [0.45, 0.32, 0.2], "frequency": 16}}})
+    # platforms of 32x32 blocks
+    for p in range(9):
+        n = int(rng.integers(3, 9))
+        x0 = rng.uniform(0, W - 32 * n)
+        y = rng.uniform(140, H - 220)
+        for b in range(n):
+            objects.append({"name": f"block-{p}-{b}", "mesh": "sprite", "layer": "world",
+                            "position": _r([x0 + 32 * b + 16, y, 0]), "scale": [32, 32, 1],
+                            "state": {**nwoz, "colour": {"kind": "checker", "base": [0.7, 0.45, 0.2],
+                                                         "second": [0.5, 0.3, 0.12], "frequency": 2}}})
+    for i in range(60):                    # decorations: coins, bushes, signs (static)
+        s = float(rng.uniform(12, 40))
+        objects.append({"name": f"deco-{i}", "mesh": "sprite", "layer": "world",
+                        "position": _r([rng.uniform(0, W), rng.uniform(120, H - 60), 0]), "scale": _r([s, s, 1]),
+                        "state": {**nwoz, "colour": {"kind": ["flat", "noise", "stripes"][i % 3],
+                                                     "base": _r(list(rng.uniform(0.3, 1.0, 3))),
+                                                     "second": _r(list(rng.uniform(0.0, 0.4, 3))),
+                                                     "frequency": 2}}})
+    # a few moving sprites: player, enemies, a bird; translucent particles
+    objects.append({"name": "player", "mesh": "blob", "layer": "actors", "position": [200, H - 172, 0],
+                    "scale": [48, 64, 1], "animation": {"velocity": [3, 0, 0]},
+                    "state": {**nwoz, "shader_cost": 2.0, "colour": {"kind": "noise", "base": [0.2, 0.3, 0.9],
+                                                                     "second": [0.9, 0.8, 0.6], "frequency": 3}}})
+    for i in range(3):
+        objects.append({"name": f"enemy-{i}", "mesh": "blob", "layer": "actors",
+                        "position": _r([300 + 280 * i, H - 164, 0]), "scale": [40, 48, 1],
+                        "animation": {"oscillate": {"axis": [1, 0, 0], "amplitude": 40 + 10 * i, "period": 50 + 7 * i}},
+                        "state": {**nwoz, "colour": {"kind": "stripes", "base": [0.8, 0.2, 0.2],
+                                                     "second": [0.4, 0.05, 0.05], "frequency": 4}}})
+    objects.append({"name": "bird", "mesh": "blob", "layer": "actors", "position": [1100, 120, 0],
+                    "scale": [36, 24, 1], "animation": {"velocity": [-4, 0.5, 0]},
+                    "state": {**nwoz, "colour": [0.15, 0.15, 0.15]}})
+    for i in range(4):
+        objects.append({"name": f"particle-{i}", "mesh": "sprite", "layer": "effects",
+                        "position": _r([600 + 30 * i, 300 + 20 * i, 0]), "scale": [40, 40, 1],
+                        "animation": {"oscillate": {"axis": [0, 1, 0], "amplitude": 30, "period": 40, "phase": 45 * i}},
+                        "state": {**nwoz, "blend": True, "alpha": 0.4, "colour": [1.0, 0.9, 0.5]}})
+    objects.append({"name": "score", "mesh": "sprite", "layer": "effects", "position": [W - 150, 40, 0],
+                    "scale": [260, 48, 1],
+                    "state": {**nwoz, "colour": {"kind": "stripes", "base": [0.95, 0.95, 0.95],
+                                                 "second": [0.2, 0.2, 0.2], "frequency": 12}}})
+    for i, o in enumerate(objects):
+        o["object_id"] = i
+    screen = {"projection": "screen", "size": [W, H]}
+    return {
+        "name": "sprites-2d",
+        "description": "Painter's-algorithm 2D game: NWOZ layers with depth testing off, mostly "
+                       "static, a few moving sprites and translucent particles.",
+        "frames": 60, "width": W, "height": H, "clear": [0, 0, 0], "seed": 5,
+        "camera": screen,
+        "meshes": meshes,
+        "layers": [{"name": n, "order": "listed"} for n in ("background", "world", "actors", "effects")],
+        "objects": objects,
+    }
+
+
+# --------------------------------------------------------------------------- low frequency
+def low_frequency() -> dict:
+    rng = np.random.default_rng(13)
+    meshes = {"card": {"shape": "quad"},
+              "dune": {"library": "icosphere", "subdiv": 4, "shuffle": 2,
+                       "fallback": {"shape": "sphere", "segments": 48, "rings": 24, "shuffle": 2}},
+              "mesh-card": {"shape": "quad", "nx": 8, "shuffle": 1}}
+    objects = [
+        {"name": "sky", "mesh": "card", "position": [60, 14, -40], "scale": [400, 30, 1],
+         "state": {"colour": [0.62, 0.78, 0.95]}},
+        {"name": "haze", "mesh": "mesh-card", "position": [60, 2, -35], "scale": [400, 8, 1],
+         "state": {"colour": {"kind": "noise", "base": [0.7, 0.8, 0.9], "second": [0.78, 0.85, 0.93],
+                              "frequency": 2}}},
+        {"name": "sea", "mesh": "card", "position": [60, -12, -30], "scale": [400, 22, 1],
+         "state": {"colour": [0.15, 0.35, 0.6]}},
+        {"name": "sun", "mesh": "dune", "position": [-2, 11, -38], "scale": [5, 5, 1],
+         "state": {"colour": [1.0, 0.92, 0.6]}, "animation": {"velocity": [0.05, 0, 0]}},
+    ]
+    x = -30.0
+    i = 0
+    while x < 140:                          # alternating smooth and detailed regions
+        w = float(rng.uniform(8, 16))
+        if i % 3 == 0:
+            objects.append({"name": f"dune-{i}", "mesh": "dune", "position": _r([x + w / 2, -12, -20]),
+                            "scale": _r([w * 1.3, w * 0.6, 4]),
+                            "state": {"lit": True, "colour": {"kind": "lit", "base": [0.85, 0.72, 0.45]}}})
+        elif i % 3 == 1:
+            objects.append({"name": f"wall-{i}", "mesh": "mesh-card", "position": _r([x + w / 2, -9, -10]),
+                            "scale": _r([w * 0.6, 5, 1]),
+                            "state": {"colour": {"kind": "checker", "base": [0.8, 0.8, 0.78],
+                                                 "second": [0.2, 0.22, 0.25], "frequency": 24}}})
+        else:
+            objects.append({"name": f"fence-{i}", "mesh": "mesh-card", "position": _r([x + w / 2, -11, -12]),
+                            "scale": _r([w * 0.8, 3, 1]),
+                            "state": {"colour": {"kind": "stripes", "base": [0.5, 0.3, 0.15],
+                                                 "second": [0.3, 0.18, 0.08], "frequency": 16}}})
+        x += w + float(rng.uniform(4, 12))
+        i += 1
+    objects.append({"name": "ground", "mesh": "mesh-card", "position": [60, -19, -5], "scale": [400, 6, 1],
+                    "state": {"colour": {"kind": "noise", "base": [0.82, 0.7, 0.45], "second": [0.76, 0.64, 0.4],
+                                         "frequency": 3}}})
+    for k, o in enumerate(objects):
+        o["object_id"] = k
+    return {
+        "name": "low-frequency",
+        "description": "Orthographic 2.5D scene scrolling slowly: large flat and smooth regions "
+                       "beside fine checker and stripe textures (dynamic sampling rate).",
+        "frames": 60, "width": W, "height": H, "clear": [0.62, 0.78, 0.95], "seed": 9,
+        "light": {"direction": [-0.4, 0.8, 0.6]},
+        "camera": {"projection": "orthographic", "height": 44, "near": 1, "far": 100,
+                   "eye": [0, 0, 20], "target": [0, 0, 0], "velocity": [0.1, 0, 0]},
+        "meshes": meshes,
+        "objects": objects,
+    }
+
+
+SCENE_BUILDERS = {
+    "city-unordered": lambda: city(False),
+    "city-ordered": lambda: city(True),
+    "hud-over-3d": hud_over_3d,
+    "sprites-2d": sprites_2d,
+    "low-frequency": low_frequency,
+}
+
+
+def build(name: str) -> dict:
+    """The JSON-ready dict of a shipped scene."""
+    return SCENE_BUILDERS[name]()
+
+
+def dumps(d: dict) -> str:
+    """The committed text form (objects one per line, so diffs stay readable)."""
+    head = {k: v for k, v in d.items() if k != "objects"}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append(f"  {json.dumps(k)}: {json.dumps(v)},")
+    lines.append('  "objects": [')
+    objs = d.get("objects", [])
+    for i, o in enumerate(objs):
+        lines.append("    " + json.dumps(o) + ("," if i + 1 < len(objs) else ""))
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_all(directory: Path = SCENES_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in SCENE_BUILDERS:
+        p = directory / f"{name}.json"
+        p.write_text(dumps(build(name)))
+        out.append(p)
+    return out
+
+
+if __name__ == "__main__":
+    for p in write_all():
+        print(p)
