@@ -6,7 +6,7 @@ Signature (as in .notes/PIPELINE.md, with additive keyword arguments marked *)::
                  hsr_pass=False, record_occlusion=False, record_prim_visibility=False,
                  previous_colour=None, previous_depth=None*, depth_func="less"*,
                  clear_colour=(0, 0, 0)*, clear_depth=1.0*, record_writer=False*,
-                 parallel=None*, setup=None*) -> RasterResult
+                 tie_break="none"*, parallel=None*, setup=None*) -> RasterResult
 
 ``RasterResult``: ``colour`` uint8 (H, W, 3), ``depth`` float32 (H, W), ``shaded`` / ``covered``
 int32 (H, W) per-pixel fragment counts, ``tile_counters`` int64 (n_tiles, len(COUNTER_NAMES))
@@ -80,6 +80,12 @@ Options:
 * ``record_writer``: ``writer_entry`` int32 (H, W), the index in the rendered lists (as
   ``vis_tri``) of the entry whose fragment last wrote the pixel's colour *without* blending
   (-1: background). EVR's Layer Buffer is ``layer[writer_entry]``.
+* ``tie_break``: ``"none"`` (GL: an equal depth fails less/greater and passes lequal/gequal)
+  or ``"program"``: when the incoming depth equals the stored one, the fragment passes iff it
+  would have in program order, i.e. its triangle index is smaller (less/greater) or larger
+  (lequal/gequal) than that of the triangle that wrote the stored depth (a cleared or prefilled
+  value counts as written before everything). With it, a reordering of WOZ opaque triangles
+  (VRO, EVR) produces the program-order image bit for bit.
 * ``parallel``: tiles are independent, so tile rows run on all numba threads
   (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``); results are bit-identical either way.
   ``record_occlusion`` always runs serially. Default: parallel unless the environment variable
@@ -273,6 +279,17 @@ def _cmp(func, a, b):
     return False
 
 
+@numba.njit(cache=True, nogil=True)
+def _tie_pass(func, t, writer, passed):
+    """tie_break="program": an equal depth passes as it would in program order (triangle index
+    order): with less/greater the earlier triangle wins, with lequal/gequal the later one."""
+    if func == 1 or func == 4:
+        return writer >= 0 and t < writer
+    if func == 3 or func == 6:
+        return writer < 0 or t > writer
+    return passed
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _ceil_div(a, b):
     return -((-a) // b)
@@ -289,7 +306,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                  offsets, tri,
                  skip, rate, use_prefill, prefill, hsr,
                  rec_occ, occ_first, occ_count, seq,
-                 rec_vis, vis, zmin, zmax, rec_writer, writer,
+                 rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog,
                  use_prev_c, prev_c, use_prev_d, prev_d,
                  depth_func, clear_depth, clear_col,
                  colour, depth, shaded_pp, covered_pp, counters, cycles):
@@ -305,6 +322,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         tobj = np.empty((T, T), np.int32)
         tclaim = np.zeros((T, T), np.bool_)
         twriter = np.empty((T, T), np.int32)
+        twtri = np.empty((T, T), np.int32)
         p = np.empty(8, np.float32)
         for tx in range(tiles_x):
             ti = ty * tiles_x + tx
@@ -337,6 +355,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     tobj[yy, xx] = -1
                     tclaim[yy, xx] = False
                     twriter[yy, xx] = -1
+                    twtri[yy, xx] = -1
             s0 = offsets[ti]
             s1 = offsets[ti + 1]
             n_rast_t = 0
@@ -499,21 +518,28 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             if dtest:
                                 compared = True
                                 passed = _cmp(depth_func, z, stored)
+                                if tie_prog and z == stored:
+                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
                                 if passed and dwrite:
                                     if b == 1:
                                         tdepth[by0, bx0] = z
+                                        twtri[by0, bx0] = t
                                     else:
                                         for yy in range(by0, py1):
                                             for xx in range(bx0, px1):
                                                 tdepth[yy, xx] = z
+                                                twtri[yy, xx] = t
                         elif mode == 1:
                             compared = True
                             passed = _cmp(depth_func, z, stored)
+                            if tie_prog and z == stored:
+                                passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
                             if passed:
                                 for yy in range(by0, py1):
                                     for xx in range(bx0, px1):
                                         tdepth[yy, xx] = z
                                         towner[yy, xx] = t
+                                        twtri[yy, xx] = t
                         elif mode == 2:
                             passed = towner[by0, bx0] == t
                         else:
@@ -698,7 +724,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                  record_prim_visibility: bool = False, previous_colour=None, previous_depth=None,
                  depth_func: str = "less", clear_colour=(0.0, 0.0, 0.0),
                  clear_depth: float = 1.0, record_writer: bool = False,
-                 parallel: bool | None = None, setup: _Setup | None = None) -> RasterResult:
+                 tie_break: str = "none", parallel: bool | None = None, setup: _Setup | None = None) -> RasterResult:
     """Render one frame tile by tile (see the module docstring for every option)."""
     W, H, T = frame.width, frame.height, tiles.tile
     if (tiles.width, tiles.height) != (W, H):
@@ -708,6 +734,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     off, tri = _csr(order, n_tiles) or (tiles.offsets, tiles.tri)
     if depth_func not in DEPTH_FUNCS:
         raise ValueError(f"depth_func must be one of {sorted(DEPTH_FUNCS)}")
+    if tie_break not in ("none", "program"):
+        raise ValueError('tie_break must be "none" or "program"')
     if hsr_pass and depth_prefill is not None:
         raise ValueError("hsr_pass and depth_prefill are two different techniques; pick one")
     s = setup if setup is not None else setup_triangles(frame)
@@ -770,7 +798,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
             off, tri, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
-            use_pc, prev_c, use_pd, prev_d,
+            tie_break == "program", use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
             colour, depth, shaded, covered, counters, cycles)
     res = RasterResult(colour=colour, depth=depth, shaded=shaded, covered=covered,
