@@ -1,0 +1,39 @@
+"""Real GPU measurements through moderngl (headless EGL).
+
+Count vertex-shader invocations of any index buffer (:func:`measure_invocations`), run the
+batch-identification experiments of paper 001 sec. 3.3 (:func:`run_experiments`), fit a
+profile from them and check it (:func:`fit`), capture waves (:func:`capture_waves`) and
+tabulate predicted-vs-measured accuracy (:func:`accuracy_table`). Without a GPU the
+OpenGL implementation is Mesa's llvmpipe, whose rule :mod:`gpu_probe.vsplit` spells out.
+
+Names are imported lazily: ``import gpu_probe`` does not create an OpenGL context.
+"""
+
+from importlib import import_module
+
+_EXPORTS = {
+    "get_context": "gpu_probe.context",
+    "gl_info": "gpu_probe.context",
+    "gl_available": "gpu_probe.context",
+    "GLUnavailableError": "gpu_probe.context",
+    "measure_invocations": "gpu_probe.invocations",
+    "Measurement": "gpu_probe.invocations",
+    "run_experiments": "gpu_probe.experiments",
+    "ExperimentSuite": "gpu_probe.experiments",
+    "fit": "gpu_probe.fit",
+    "fit_profile": "gpu_probe.fit",
+    "verify": "gpu_probe.fit",
+    "capture_waves": "gpu_probe.waves",
+    "accuracy_table": "gpu_probe.accuracy",
+    "mse_table": "gpu_probe.accuracy",
+    "plot_accuracy": "gpu_probe.accuracy",
+    "simulate_vsplit": "gpu_probe.vsplit",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'gpu_probe' has no attribute {name!r}")

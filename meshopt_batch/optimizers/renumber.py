@@ -20,6 +20,13 @@ order. Renumbering never changes which triangles are drawn or their order, so ev
 GPU model's cost is unchanged except where it depends on numbers too (NVIDIA's 16-bit
 boundary: renumbering keeps the vertex count, so a mesh under 2^16 vertices stays under).
 
+Renumbering alone cannot go below that bound, and for a cache-optimised order the bound is
+set by how compact each segment is: on the Stanford bunny (69,451 triangles, llvmpipe)
+meshoptimizer's ``optimize_vertex_cache`` measures ASR 0.641, first-use numbering 0.616 and
+:func:`renumber_for_direct_cache` 0.612 (= the bound). :func:`order_for_segments` regrows
+each segment as a compact patch from that order, and :func:`optimize_for_direct_cache`
+(best of both orders, then renumbering) measures 0.599.
+
 >>> import numpy as np
 >>> tris = np.array([[0, 256, 512], [256, 512, 0]])
 >>> new, remap = renumber_for_direct_cache(tris, 513)
@@ -230,3 +237,168 @@ def segment_lower_bound(triangles, segment_size: int = SEGMENT_SIZE) -> int:
     flat = np.asarray(triangles).reshape(-1)
     return int(sum(np.unique(flat[s:s + segment_size]).size
                    for s in range(0, flat.size, segment_size)))
+
+
+# -- segment-compact triangle order ----------------------------------------------------------
+
+@njit(cache=True)
+def _heap_push(keys, vals, n, key, val):
+    if n >= keys.shape[0]:
+        nk = np.empty(keys.shape[0] * 2, np.int64)
+        nv = np.empty(keys.shape[0] * 2, np.int64)
+        nk[:n] = keys[:n]
+        nv[:n] = vals[:n]
+        keys, vals = nk, nv
+    i = n
+    keys[i] = key
+    vals[i] = val
+    while i > 0:
+        p = (i - 1) >> 1
+        if keys[p] <= keys[i]:
+            break
+        keys[p], keys[i] = keys[i], keys[p]
+        vals[p], vals[i] = vals[i], vals[p]
+        i = p
+    return keys, vals, n + 1
+
+
+@njit(cache=True)
+def _heap_pop(keys, vals, n):
+    key, val = keys[0], vals[0]
+    n -= 1
+    keys[0], vals[0] = keys[n], vals[n]
+    i = 0
+    while True:
+        a = 2 * i + 1
+        if a >= n:
+            break
+        b = a + 1
+        c = b if (b < n and keys[b] < keys[a]) else a
+        if keys[i] <= keys[c]:
+            break
+        keys[c], keys[i] = keys[i], keys[c]
+        vals[c], vals[i] = vals[i], vals[c]
+        i = c
+    return key, val, n
+
+
+@njit(cache=True)
+def _grow_segments(tris, V, per_segment, seed_rank, seed_order, voff, vfaces):
+    """Greedy region growing: each run of ``per_segment`` triangles is grown from the first
+    unused triangle of ``seed_order``, always taking the triangle that adds the fewest new
+    vertices to the run; ties go to the triangle closest to the run's seed (steps through
+    shared vertices: round patches), then to the earliest in ``seed_order``."""
+    T = tris.shape[0]
+    emitted = np.zeros(T, np.bool_)
+    member = np.full(V, -1, np.int64)            # run id that last included the vertex
+    dist = np.zeros(T, np.int64)
+    dist_run = np.full(T, -1, np.int64)
+    out = np.empty(T, np.int64)
+    keys = np.empty(1024, np.int64)
+    vals = np.empty(1024, np.int64)
+    s_nc = np.int64(1) << 52
+    s_d = np.int64(1) << 31
+    n_out = 0
+    sp = 0
+    run = 0
+    while n_out < T:
+        hn = 0
+        size = 0
+        while size < per_segment and n_out < T:
+            t = -1
+            while hn > 0:
+                key, cand, hn = _heap_pop(keys, vals, hn)
+                if emitted[cand]:
+                    continue
+                nc = 0
+                for j in range(3):
+                    if member[tris[cand, j]] != run:
+                        nc += 1
+                cur = nc * s_nc + min(dist[cand], 1 << 20) * s_d + seed_rank[cand]
+                if cur != key:
+                    keys, vals, hn = _heap_push(keys, vals, hn, cur, cand)
+                    continue
+                t = cand
+                break
+            if t < 0:                             # frontier empty: next seed
+                while emitted[seed_order[sp]]:
+                    sp += 1
+                t = seed_order[sp]
+                dist[t] = 0
+                dist_run[t] = run
+            emitted[t] = True
+            out[n_out] = t
+            n_out += 1
+            size += 1
+            for j in range(3):
+                v = tris[t, j]
+                if member[v] != run:
+                    member[v] = run
+            for j in range(3):
+                v = tris[t, j]
+                for k in range(voff[v], voff[v + 1]):
+                    u = vfaces[k]
+                    if emitted[u]:
+                        continue
+                    if dist_run[u] != run or dist[u] > dist[t] + 1:
+                        dist_run[u] = run
+                        dist[u] = dist[t] + 1
+                    nc = 0
+                    for i in range(3):
+                        if member[tris[u, i]] != run:
+                            nc += 1
+                    cur = nc * s_nc + min(dist[u], 1 << 20) * s_d + seed_rank[u]
+                    keys, vals, hn = _heap_push(keys, vals, hn, cur, u)
+        run += 1
+    return out
+
+
+def order_for_segments(triangles, vertex_count: int | None = None,
+                       segment_size: int = SEGMENT_SIZE) -> np.ndarray:
+    """Reorder triangles so that each segment of ``segment_size`` indices is a compact patch.
+
+    On llvmpipe a segment shares nothing with the next, so its cost is at least its number
+    of distinct vertices; a compact patch of ``segment_size / 3`` triangles has the fewest.
+    Each run is grown greedily from the first unused triangle of the *input* order (pass a
+    cache-optimised order), always adding the triangle with the fewest new vertices.
+
+    Returns
+    -------
+    (T, 3) ndarray
+        The triangles in the new order (rows are input rows, unrotated).
+    """
+    from ..topology import vertex_faces
+
+    tri, V = _check(triangles, vertex_count, SLOTS, segment_size)
+    T = tri.shape[0]
+    if T == 0:
+        return np.asarray(triangles).reshape(0, 3)
+    voff, vfaces = vertex_faces(tri, V)
+    order = np.arange(T, dtype=np.int64)
+    perm = _grow_segments(tri, V, max(1, segment_size // 3), order, order,
+                          np.asarray(voff, np.int64), np.asarray(vfaces, np.int64))
+    return np.asarray(triangles)[perm]
+
+
+def optimize_for_direct_cache(triangles, vertex_count: int | None = None, slots: int = SLOTS,
+                              segment_size: int = SEGMENT_SIZE, reorder: bool = True):
+    """Best llvmpipe order and numbering reachable from a cache-optimised index buffer.
+
+    Takes the input order and, with ``reorder``, the segment-compact order of
+    :func:`order_for_segments` grown from it; keeps the one with the smaller
+    :func:`segment_lower_bound` and renumbers its vertices with
+    :func:`renumber_for_direct_cache`.
+
+    Returns
+    -------
+    triangles : (T, 3) ndarray
+    vertex_remap : (V,) int64 ndarray
+        ``new vertex -> original vertex``.
+    """
+    tri, V = _check(triangles, vertex_count, slots, segment_size)
+    best = np.asarray(triangles)
+    if reorder and tri.shape[0] > segment_size // 3:
+        grown = order_for_segments(best, V, segment_size)
+        if segment_lower_bound(grown, segment_size) < segment_lower_bound(best, segment_size):
+            best = grown
+    return renumber_for_direct_cache(best, V, slots, segment_size)
