@@ -140,3 +140,29 @@ def test_gl_image_renderer_runs():
     counts = render_counts(f)
     assert counts.shaded_per_tri.sum() == counts.shaded.sum()
     assert counts.covered_per_tri.sum() == counts.covered.sum()
+
+
+def _shipped_scenes():
+    try:
+        from pipeline_model.scene import shipped_scenes
+    except ImportError:  # pragma: no cover - the scene module is part of the package
+        return []
+    return shipped_scenes()
+
+
+@llvmpipe_only
+@pytest.mark.parametrize("name", _shipped_scenes())
+def test_first_frames_of_shipped_scenes_match_gl(name):
+    """Issue 9: the first frames of every shipped scene, model baseline vs GL, pixel by pixel."""
+    from pipeline_model.geometry import GeometryStage
+    from pipeline_model.scene import load_scene
+
+    sc = load_scene(name)
+    sc.load_meshes()
+    geom = GeometryStage()
+    for fi in (0, 1):
+        frame = geom.process(sc.frame(fi, 1196, 768), tile=16)
+        tiles = bin_triangles(frame)
+        chk = check_frame_against_gl(frame, render_frame(frame, tiles), tiles, frame_index=fi)
+        assert_identical(chk)
+        assert chk["shaded_total_model"] > 0
