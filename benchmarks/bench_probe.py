@@ -1,0 +1,180 @@
+"""GPU probe: how fast it measures, and what llvmpipe-aware ordering buys, on this machine.
+
+Prints
+* the experiment suite's wall time (budget 120 s) and the fitted profile;
+* probing the 1.1 M-triangle ``bunny_sub2`` end to end (load, measure, predict every
+  built-in profile; budget 30 s) and the raw counting throughput;
+* the measured ASR of the bunny in meshoptimizer's order, renumbered by first use
+  (meshoptimizer's ``optimize_vertex_fetch``, the peer), by :func:`renumber_for_direct_cache`
+  and by :func:`optimize_for_direct_cache`, with ratios against meshoptimizer.
+
+With ``--results DIR`` it also writes the raw results, each with the renderer string and
+the date: ``<gpu>_experiments_<date>.json`` (every experiment draw's measured invocations,
+the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
+``<gpu>_mse_<date>.csv`` / ``<gpu>_accuracy_<date>.png`` (predicted vs measured ASR per
+profile, paper 001 Fig. 2) and ``<gpu>_renumber_<date>.json``.
+
+Run: .venv/bin/python benchmarks/bench_probe.py [--results results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gpu_probe.context import gl_available, gl_info  # noqa: E402
+from gpu_probe.corpus import load_draws, optimize_order, shared_meshes_dir  # noqa: E402
+
+
+def _slug(renderer: str) -> str:
+    first = re.split(r"[\s(]", renderer.strip(), maxsplit=1)[0].lower()
+    return re.sub(r"[^a-z0-9]+", "", first) or "gpu"
+
+
+def bench_experiments():
+    from gpu_probe.experiments import run_experiments
+    from gpu_probe.fit import fit
+
+    suite = run_experiments()
+    res = fit(suite, name=_slug(suite.renderer), meshes=[], random_count=120)
+    draws = sum(len(e.totals) for e in suite.experiments.values())
+    print(f"experiments: {len(suite.experiments)} experiments, {draws} draws in "
+          f"{suite.seconds:.2f} s (budget 120 s: {suite.seconds / 120:.3f} of it)")
+    p = res.profile
+    print(f"fitted: max_size={p.max_size} max_uniques={p.max_uniques} memory={p.memory} "
+          f"{p.memory_size}; exact={res.exact} "
+          f"({len(res.verification.rows)} random buffers)")
+    return suite, res
+
+
+def bench_large(meshes_dir):
+    from meshopt_batch.commands.probe import probe_mesh
+    from meshopt_batch.profiles import builtin_profile_names
+
+    path = meshes_dir / "bunny_sub2.ply" if meshes_dir else None
+    if path is None or not path.exists():
+        print("large mesh: bunny_sub2.ply not found, skipped")
+        return None
+    from gpu_probe.corpus import _cache
+
+    _cache.clear()
+    t0 = time.perf_counter()
+    out = probe_mesh(path, builtin_profile_names())
+    dt = time.perf_counter() - t0
+    from gpu_probe.invocations import measure_invocations
+
+    d = load_draws(path)[0]
+    tri = np.array(d.triangles)
+    best = min(measure_invocations(tri, d.vertex_count, per_vertex=False).seconds
+               for _ in range(3))
+    print(f"probe of {out['triangles']:,} triangles: {dt:.2f} s end to end (budget 30 s: "
+          f"{dt / 30:.3f} of it); counting alone {best * 1e3:.0f} ms = "
+          f"{tri.size / best / 1e6:.1f} M indices/s; measured ASR {out['measured']['asr']:.4f}")
+    return {"triangles": out["triangles"], "seconds_end_to_end": dt, "seconds_counting": best,
+            "measured": out["measured"], "predictions": out["predictions"]}
+
+
+def bench_renumber(meshes_dir, names=("bunny.ply",)):
+    from gpu_probe.invocations import measure_invocations
+    from meshopt_batch.optimizers.renumber import (optimize_for_direct_cache,
+                                                   renumber_first_use,
+                                                   renumber_for_direct_cache,
+                                                   segment_lower_bound)
+
+    rows = []
+    if meshes_dir is None:
+        print("renumbering: shared meshes not found, skipped")
+        return rows
+    print(f"{'mesh':<22}{'original':>9}{'meshopt':>9}{'+first-use':>11}{'+renumber':>10}"
+          f"{'+segments':>10}{'vs meshopt':>11}{'seconds':>8}")
+    for name in names:
+        path = meshes_dir / name
+        if not path.exists():
+            continue
+        for d in load_draws(path):
+            V = d.vertex_count
+            tri = np.array(d.triangles)
+            opt, how = optimize_order(tri, V)
+
+            def asr(t):
+                return measure_invocations(t, V, d.index_dtype, per_vertex=False).asr
+
+            fu, _ = renumber_first_use(opt, V)
+            rn, _ = renumber_for_direct_cache(opt, V)
+            t0 = time.perf_counter()
+            best, _ = optimize_for_direct_cache(opt, V)
+            secs = time.perf_counter() - t0
+            r = {"mesh": d.name, "triangles": d.triangle_count, "optimizer": how,
+                 "original": asr(tri), "meshopt": asr(opt), "meshopt+first_use": asr(fu),
+                 "meshopt+renumber": asr(rn), "meshopt+segments+renumber": asr(best),
+                 "renumber_lower_bound": segment_lower_bound(opt) / d.triangle_count,
+                 "seconds": secs}
+            rows.append(r)
+            print(f"{d.name[:21]:<22}{r['original']:>9.4f}{r['meshopt']:>9.4f}"
+                  f"{r['meshopt+first_use']:>11.4f}{r['meshopt+renumber']:>10.4f}"
+                  f"{r['meshopt+segments+renumber']:>10.4f}"
+                  f"{r['meshopt+segments+renumber'] / r['meshopt']:>10.3f}x{secs:>8.2f}")
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", metavar="DIR", help="write raw results into DIR")
+    ap.add_argument("--all-meshes", action="store_true",
+                    help="renumbering table for every shared mesh (default: bunny)")
+    args = ap.parse_args(argv)
+    if not gl_available():
+        print("bench_probe: no OpenGL context; skipped")
+        return 0
+    info = gl_info()
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    print(f"renderer: {info['renderer']} | {info['vendor']} | {info['version']} | {date}")
+    meshes_dir = shared_meshes_dir()
+    suite, res = bench_experiments()
+    large = bench_large(meshes_dir)
+    names = ("bunny.ply",)
+    if args.all_meshes and meshes_dir is not None:
+        names = tuple(p.name for p in sorted(meshes_dir.glob("*.ply")))
+    ren = bench_renumber(meshes_dir, names)
+    if args.results:
+        from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy
+
+        out = Path(args.results)
+        out.mkdir(parents=True, exist_ok=True)
+        slug = _slug(info["renderer"])
+        head = {"renderer": info["renderer"], "vendor": info["vendor"],
+                "version": info["version"], "date": date}
+        (out / f"{slug}_experiments_{date}.json").write_text(json.dumps(
+            {**head, "experiments": suite.to_dict(), "fit": res.to_dict(),
+             "verification_rows": res.verification.rows if res.verification else []},
+        ) + "\n")
+        if meshes_dir is not None:
+            df = accuracy_table()
+            df.insert(0, "date", date)
+            df.to_csv(out / f"{slug}_accuracy_{date}.csv", index=False)
+            mse = mse_table(df)
+            mse.insert(0, "renderer", info["renderer"])
+            mse.insert(1, "date", date)
+            mse.to_csv(out / f"{slug}_mse_{date}.csv")
+            mse_by_order(df).to_csv(out / f"{slug}_mse_by_order_{date}.csv")
+            plot_accuracy(df, out / f"{slug}_accuracy_{date}.png")
+            print("MSE of predicted ASR (best 8):")
+            print(mse.head(8)[["mse", "max_abs_error", "exact_cases", "cases"]].to_string())
+        (out / f"{slug}_renumber_{date}.json").write_text(json.dumps(
+            {**head, "large_probe": large, "rows": ren}, indent=1, default=float) + "\n")
+        print(f"results written to {out}/{slug}_*_{date}.*")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
