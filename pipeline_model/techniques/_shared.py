@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
-__all__ = ["frame_cache", "order_of", "result_array", "raster_supports", "reorder_extra"]
+__all__ = ["frame_cache", "result_array", "raster_supports", "reorder_extra"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -25,13 +23,6 @@ def frame_cache(frame, key, compute):
     if key not in d:
         d[key] = compute()
     return d[key]
-
-
-def order_of(tiles):
-    """(offsets, tri) of a TileLists or of an (offsets, tri) pair."""
-    if isinstance(tiles, tuple):
-        return tiles
-    return tiles.offsets, tiles.tri
 
 
 def result_array(result, *names, required: bool = True):

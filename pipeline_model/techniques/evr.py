@@ -53,7 +53,6 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from pipeline_model.raster import DEPTH_FUNCS, _ceil_div, _cmp, fma32, setup_triangles
 
 __all__ = [
     "Z_MARGIN",
@@ -222,120 +221,6 @@ def fvp_from_buffers(offsets, tri, draw, layer, woz, depth, layer_buffer, tiles_
 
 
 @nb.njit(cache=True)
-def _layer_buffer(W, H, T, tiles_x, E, box, plane, valid, tdraw, dflags, offsets, tri, layer,
-                  rate, todo, depth_func, clear_depth, out):
-    tdepth = np.empty((T, T), np.float32)
-    tlay = np.empty((T, T), np.int32)
-    zero32 = np.float32(0.0)
-    one32 = np.float32(1.0)
-    Hf = H * 256
-    for ti in range(offsets.shape[0] - 1):
-        if not todo[ti]:
-            continue
-        x0t = (ti % tiles_x) * T
-        y0t = (ti // tiles_x) * T
-        tw = min(W, x0t + T) - x0t
-        th = min(H, y0t + T) - y0t
-        b = 1 << rate[ti]
-        for yy in range(th):
-            for xx in range(tw):
-                tdepth[yy, xx] = clear_depth
-                tlay[yy, xx] = 0
-        nbx = (tw + b - 1) // b
-        nby = (th + b - 1) // b
-        base_x = 128 * (2 * x0t + b)
-        base_y = 128 * (2 * y0t + b)
-        step = 256 * b
-        for en in range(offsets[ti], offsets[ti + 1]):
-            t = tri[en]
-            if not valid[t]:
-                continue
-            fl = dflags[tdraw[t]]
-            dtest = (fl & 1) != 0
-            dwrite = (fl & 2) != 0 and dtest
-            opaque = (fl & 4) == 0
-            if not opaque and not dwrite:
-                continue  # leaves neither depth nor layer
-            lay = layer[en]
-            j0 = max(0, _ceil_div(box[t, 0] - base_x, step))
-            j1 = min(nbx - 1, (box[t, 1] - base_x) // step)
-            i0 = max(0, _ceil_div(box[t, 2] - base_y, step))
-            i1 = min(nby - 1, (box[t, 3] - base_y) // step)
-            if j0 > j1 or i0 > i1:
-                continue
-            for i in range(i0, i1 + 1):
-                by0 = i * b
-                sxg = 256 * (x0t + j0 * b) + 128 * (b - 1)
-                syg = Hf - 256 * (y0t + by0) - 128 * (b + 1)
-                e0 = E[t, 0, 0] * sxg + E[t, 0, 1] * syg + E[t, 0, 2]
-                e1 = E[t, 1, 0] * sxg + E[t, 1, 1] * syg + E[t, 1, 2]
-                e2 = E[t, 2, 0] * sxg + E[t, 2, 1] * syg + E[t, 2, 2]
-                fy = np.float32(syg / 256.0)
-                for j in range(j0, j1 + 1):
-                    if e0 > 0 and e1 > 0 and e2 > 0:
-                        bx0 = j * b
-                        passed = True
-                        if dtest:
-                            fx = np.float32((sxg + 256 * (j - j0) * b) / 256.0)
-                            z = fma32(plane[t, 1], fy, fma32(plane[t, 0], fx, plane[t, 2]))
-                            if z < zero32:
-                                z = zero32
-                            elif z > one32:
-                                z = one32
-                            passed = _cmp(depth_func, z, tdepth[by0, bx0])
-                            if passed and dwrite:
-                                for yy in range(by0, min(by0 + b, th)):
-                                    for xx in range(bx0, min(bx0 + b, tw)):
-                                        tdepth[yy, xx] = z
-                        if passed and opaque:
-                            for yy in range(by0, min(by0 + b, th)):
-                                for xx in range(bx0, min(bx0 + b, tw)):
-                                    tlay[yy, xx] = lay
-                    e0 += E[t, 0, 0] * step
-                    e1 += E[t, 1, 0] * step
-                    e2 += E[t, 2, 0] * step
-        for yy in range(th):
-            for xx in range(tw):
-                out[y0t + yy, x0t + xx] = tlay[yy, xx]
-
-
-def layer_buffer(frame, offsets, tri, layer, setup, rate=None, tiles=None,
-                 depth_func: str = "less") -> np.ndarray:
-    """The Layer Buffer of a rendered frame (H, W) int32, for the tiles flagged in ``tiles``.
-
-    The raster stage does not return the layer of each pixel's last opaque writer, so this
-    replays coverage and the early depth test of the rendered lists (``offsets``, ``tri`` with
-    their ``layer`` ids) with the raster stage's own set-up (:func:`pipeline_model.raster.
-    setup_triangles`: integer edge functions, float32 depth planes) -- no shading.  Tiles not
-    flagged keep 0.  Only tiles holding NWOZ primitives need it: a WOZ-only tile has a Z FVP.
-    """
-    n_tiles = frame.n_tiles
-    out = np.zeros((frame.height, frame.width), np.int32)
-    todo = np.ones(n_tiles, np.bool_) if tiles is None else np.asarray(tiles, np.bool_)
-    if not todo.any():
-        return out
-    dflags = (frame.depth_test.astype(np.int8) + 2 * frame.depth_write.astype(np.int8)
-              + 4 * frame.blend.astype(np.int8)).astype(np.int8)
-    r = np.zeros(n_tiles, np.int8) if rate is None else np.asarray(rate, np.int8)
-    _layer_buffer(frame.width, frame.height, frame.tile, frame.tiles_x, setup.E, setup.box,
-                  setup.plane, setup.valid, frame.draw, dflags, np.asarray(offsets, np.int64),
-                  np.asarray(tri, np.int32), np.asarray(layer, np.int32), r, todo,
-                  DEPTH_FUNCS[depth_func], np.float32(1.0), out)
-    return out
-
-
-@nb.njit(cache=True)
-def _tiles_with_nwoz(offsets, tri, draw, woz):
-    out = np.zeros(offsets.shape[0] - 1, np.bool_)
-    for t in range(offsets.shape[0] - 1):
-        for i in range(offsets[t], offsets[t + 1]):
-            if not woz[draw[tri[i]]]:
-                out[t] = True
-                break
-    return out
-
-
-@nb.njit(cache=True)
 def _exclusion(offsets, tri, draw, layer, znear, woz, blend, depth_test, depth_write,
                zfar, lfar, is_layer, margin):
     ex = np.zeros(tri.shape[0], np.bool_)
@@ -403,9 +288,9 @@ def _frame_layers(frame, tiles):
 class EVR(Technique):
     """EVR as a pipeline technique; ``re=True`` gives ``evr+re``, ``dsr=True`` ``evr+dsr``.
 
-    Uses from the raster stage the final depth buffer and the per-(tile, triangle) visibility
-    (prediction accuracy); the Layer Buffer is replayed by :func:`layer_buffer` on the tiles
-    that hold NWOZ primitives.
+    Uses from the raster stage the final depth buffer (Zfar), the entry that last wrote each
+    pixel's colour without blending (``record_writer``: the Layer Buffer is that entry's layer)
+    and the per-(tile, triangle) visibility (prediction accuracy).
     """
 
     def __init__(self, re: bool = False, dsr: bool = False, dsr_params=None, quality: bool = True):
@@ -435,31 +320,28 @@ class EVR(Technique):
         woz, layer, znear = _frame_layers(frame, tiles)
         pred = predict_occluded(offs, tri, frame.draw, layer, znear, woz, self.fvp)
         perm = reorder_two_lists(offs, tri, frame.draw, woz, pred)
-        setup = frame_cache(frame, "raster_setup", lambda: setup_triangles(frame))
         req = RenderRequest(order=(offs, tri[perm]), record_prim_visibility=True,
-                            extra={"setup": setup, **reorder_extra()})
+                            extra={"record_writer": True, **reorder_extra()})
         skip = None
         if self.buffer is not None:
             ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
             sig = _re.frame_signatures(ctx, include=~ex)
             skip = self.buffer.decide(sig)
             req.skip = skip if skip.any() else None
-        rate = self.dsr.rate(ctx) if self.dsr is not None else None
-        req.rate = rate
-        self._cur = (pred, perm, skip, rate)
+        if self.dsr is not None:
+            req.rate = self.dsr.rate(ctx)
+        self._cur = (pred, perm, skip)
         return req
 
     def end_frame(self, ctx, result) -> dict:
         frame, tiles = ctx.frame, ctx.tiles
         offs, tri = tiles.offsets, tiles.tri
-        pred, perm, skip, rate = self._cur
+        pred, perm, skip = self._cur
         woz, layer, znear = _frame_layers(frame, tiles)
         rendered = np.ones(frame.n_tiles, np.bool_) if skip is None else ~skip
-        nwoz_tiles = frame_cache(frame, "evr_nwoz_tiles",
-                                 lambda: _tiles_with_nwoz(offs, tri, frame.draw, woz))
-        setup = frame_cache(frame, "raster_setup", lambda: setup_triangles(frame))
-        lbuf = layer_buffer(frame, offs, tri[perm], layer[perm], setup, rate,
-                            nwoz_tiles & rendered)
+        # Layer Buffer: layer of the entry that last wrote each pixel without blending (0: none)
+        writer = np.asarray(result_array(result, "writer_entry"))
+        lbuf = np.where(writer >= 0, layer[perm][np.maximum(writer, 0)], 0)
         new = fvp_from_buffers(offs, tri, frame.draw, layer, woz, result.depth, lbuf,
                                frame.tiles_x, frame.tile)
         had_fvp = bool(self.fvp.zfar.min() < 1.0 or self.fvp.is_layer.any())
@@ -478,9 +360,9 @@ class EVR(Technique):
             st = prediction_stats(pred[perm][m], ~np.asarray(vis, bool)[m])
             for k in self.stats:
                 self.stats[k] += st[k]
-            n = st["pairs"]
-            out["occlusion_prediction_accuracy"] = \
-                (st["true_occluded"] + st["true_visible"]) / n if n else 1.0
+            if st["pairs"]:
+                out["occlusion_prediction_accuracy"] = \
+                    (st["true_occluded"] + st["true_visible"]) / st["pairs"]
         out["evr_predicted_occluded"] = int(np.count_nonzero(pred))
         if self.dsr is not None:
             out.update(self.dsr.update(ctx, result))
