@@ -41,7 +41,8 @@ degrees, lengths are world units, time is counted in frames::
     {"file": "path.ply|.obj|.glb", "fallback": MESH}    # relative to the scene file
     [ "shuffle": SEED ]      triangles in a seeded random order (a cache-hostile index buffer)
     [ "normalize": true ]    centre x/z on 0, base at y = 0, largest extent 1
-    [ "mesh": INDEX ]        which mesh of a multi-mesh file (default: all, merged)
+    [ "mesh": INDEX ]        one index buffer of a multi-mesh file, in object space
+                             (default: the whole model, a glTF's primitives in world space)
 
 A ``shared`` or ``file`` mesh that is absent (the shared meshes are not shipped with the
 project) falls back to ``fallback`` (default a sphere); :attr:`Scene.fallbacks` lists those.
@@ -640,11 +641,11 @@ def _shared_mesh_path(name: str) -> Path | None:
 
 
 def _load_mesh_file(path: Path, which: int | None, geometry: str | None = None) -> Mesh:
-    """Load a mesh file without reordering (meshopt_batch.io when available, else trimesh).
+    """Load a mesh file without reordering (:mod:`meshopt_batch.io`, else trimesh).
 
-    ``geometry`` picks one named geometry of a glTF scene in its own (object) space;
-    otherwise every mesh node is loaded with its world transform and, unless ``which``
-    picks one, merged into one mesh.
+    ``geometry`` picks one named geometry of a glTF scene in its own (object) space, ``which``
+    one index buffer (glTF primitive) in object space; otherwise the whole model (a glTF's
+    primitives moved to world space and concatenated in file order).
     """
     import trimesh
 
@@ -656,13 +657,13 @@ def _load_mesh_file(path: Path, which: int | None, geometry: str | None = None) 
         g = sc.geometry[geometry]
         return Mesh(np.asarray(g.vertices, np.float32), np.asarray(g.faces), name=str(geometry))
     try:
-        from meshopt_batch import io as mio  # written by another module; optional here
-
-        loader = getattr(mio, "load_meshes", None)
-        if loader is not None:
-            meshes_ = list(loader(str(path)))
+        from meshopt_batch import io as mio   # order-preserving readers
     except ImportError:
-        meshes_ = []
+        mio = None
+    if mio is not None:
+        if which is None:
+            return mio.load_mesh(str(path))       # glTF: the whole model in world space
+        meshes_ = list(mio.load_meshes(str(path)))   # one per index buffer, object space
     if not meshes_:
         loaded = trimesh.load(str(path), process=False, maintain_order=True)
         if isinstance(loaded, trimesh.Scene):
