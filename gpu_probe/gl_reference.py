@@ -485,6 +485,11 @@ def check_frame_against_gl(frame, model_result=None, tiles=None, *, frame_index=
         lines += [f"{n} pixel(s): {r}" for r, n in sorted(reasons.items())]
         out["explanations"] = lines
         out["reasons"] = reasons
+    if out["depth_diff_pixels"]:
+        why = ("depth planes of triangles GL clipped in x/y (new vertices)" if not gl.viewport_exact
+               else "unexplained depth-value differences (the counts may still agree)")
+        out["explanations"].append(f"{out['depth_diff_pixels']} pixel(s) with a different final "
+                                   f"depth: {why}")
     return out
 
 
