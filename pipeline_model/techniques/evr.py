@@ -293,8 +293,12 @@ class EVR(Technique):
     and the per-(tile, triangle) visibility (prediction accuracy).
     """
 
-    def __init__(self, re: bool = False, dsr: bool = False, dsr_params=None, quality: bool = True):
+    def __init__(self, re: bool = False, dsr: bool = False, dsr_params=None, quality: bool = True,
+                 paper_exclusion: bool = False):
         self.use_re, self.use_dsr = bool(re), bool(dsr)
+        #: EVR+RE exactly as paper 003 sec. IV.B words it (predicted occluded -> out of the
+        #: signature, reference = that signature).  Not exact (module docstring); for tests.
+        self.paper_exclusion = bool(paper_exclusion)
         self._dsr_opts = (dsr_params, quality)
         self.name = "evr" + ("+re" if re else "") + ("+dsr" if dsr else "")
         self.exact = not dsr
@@ -322,21 +326,22 @@ class EVR(Technique):
         perm = reorder_two_lists(offs, tri, frame.draw, woz, pred)
         req = RenderRequest(order=(offs, tri[perm]), record_prim_visibility=True,
                             extra={"record_writer": True, **reorder_extra()})
-        skip = None
+        skip = sig = None
         if self.buffer is not None:
-            ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
+            ex = pred if self.paper_exclusion else re_exclusion(offs, tri, frame, layer, znear,
+                                                                 self.fvp)
             sig = _re.frame_signatures(ctx, include=~ex)
             skip = self.buffer.decide(sig)
             req.skip = skip if skip.any() else None
         if self.dsr is not None:
             req.rate = self.dsr.rate(ctx)
-        self._cur = (pred, perm, skip)
+        self._cur = (pred, perm, skip, sig)
         return req
 
     def end_frame(self, ctx, result) -> dict:
         frame, tiles = ctx.frame, ctx.tiles
         offs, tri = tiles.offsets, tiles.tri
-        pred, perm, skip = self._cur
+        pred, perm, skip, sig = self._cur
         woz, layer, znear = _frame_layers(frame, tiles)
         rendered = np.ones(frame.n_tiles, np.bool_) if skip is None else ~skip
         # Layer Buffer: layer of the entry that last wrote each pixel without blending (0: none)
@@ -347,7 +352,9 @@ class EVR(Technique):
         had_fvp = bool(self.fvp.zfar.min() < 1.0 or self.fvp.is_layer.any())
         self.fvp = self.fvp.updated(new, rendered)
         out = {}
-        if self.buffer is not None:
+        if self.buffer is not None and self.paper_exclusion:
+            self.buffer.commit(sig, rendered)
+        elif self.buffer is not None:
             # reference signature: this frame filtered by the FVP it produced (docstring, 1.)
             ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
             self.buffer.commit(_re.frame_signatures(ctx, include=~ex), rendered)
