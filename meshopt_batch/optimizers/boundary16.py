@@ -1,0 +1,175 @@
+"""The 16-bit boundary post-process of paper 001 (sec. 4) for NVIDIA profiles.
+
+NVIDIA GPUs do not reuse vertices inside a batch whose indices lie on both sides of a
+multiple of 2^16 (paper 001 sec. 3.3).  After optimization we therefore simulate the batches
+(Algorithm 1 on the plain profile) and make every batch reference a single 2^16 block:
+conflicting vertices are copied to the end of the vertex buffer and the batch's indices are
+recast to the copies.  As the paper notes, copies may themselves land beyond the next
+multiple of 2^16, in which case the batch is copied again into the new block.
+
+Choices made here (the paper gives the idea, not the bookkeeping):
+
+* Each original vertex remembers its latest copy.  A batch is first checked against every
+  block in which all of its vertices already have a representative (the original or the
+  latest copy): then only indices change and no vertex is added.  Neighbouring batches share
+  their border vertices, so this saves most copies.
+* Otherwise the batch moves to the block that holds the end of the vertex buffer: its vertices
+  without a representative there are appended.  If they do not fit before the next multiple
+  of 2^16, the remaining slots of the current block are filled with copies of the batch's
+  first vertices (the paper's "copy another set of vertices to the back": these slots stay
+  unreferenced unless a later batch can use them) and the whole batch is copied into the new
+  block.
+* Batch boundaries are unchanged (a batch keeps the same number of distinct vertices), so the
+  result's ASR under the plain profile is unchanged and under the ``+16bit`` model it equals
+  the plain one.  Every appended vertex is an exact copy of one original vertex; the returned
+  remap says which.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..profiles import Profile, get_profile
+from ..reuse import as_index_array, predict
+
+__all__ = ["fix_16bit_boundaries", "mixed_batches"]
+
+BLOCK_SHIFT = 16
+
+
+@njit(cache=True)
+def _fix(tris, vertex_count, starts, out, remap):
+    t_count = tris.shape[0]
+    latest = np.full(vertex_count, -1, np.int64)
+    seen = np.full(vertex_count, -1, np.int64)
+    local = np.empty(3 * t_count + 3, np.int64)
+    cand = np.empty(6 * t_count + 8, np.int64)
+    n = vertex_count
+    nb = starts.shape[0]
+    for b in range(nb):
+        s = starts[b]
+        e = starts[b + 1] if b + 1 < nb else t_count
+        # distinct vertices of the batch
+        m = 0
+        for t in range(s, e):
+            for i in range(3):
+                v = tris[t, i]
+                if seen[v] != b:
+                    seen[v] = b
+                    local[m] = v
+                    m += 1
+        first_block = local[0] >> BLOCK_SHIFT
+        mixed = False
+        for j in range(1, m):
+            if (local[j] >> BLOCK_SHIFT) != first_block:
+                mixed = True
+                break
+        if not mixed:
+            for t in range(s, e):
+                for i in range(3):
+                    out[t, i] = tris[t, i]
+            continue
+        # candidate blocks: where a representative already exists, plus the tail block
+        tail = n >> BLOCK_SHIFT
+        nc = 0
+        for j in range(m):
+            v = local[j]
+            cand[nc] = v >> BLOCK_SHIFT
+            nc += 1
+            if latest[v] >= 0:
+                cand[nc] = latest[v] >> BLOCK_SHIFT
+                nc += 1
+        cand[nc] = tail
+        nc += 1
+        target = -1
+        for c in range(nc):
+            blk = cand[c]
+            ok = True
+            for j in range(m):
+                v = local[j]
+                if (v >> BLOCK_SHIFT) != blk and (latest[v] < 0 or (latest[v] >> BLOCK_SHIFT) != blk):
+                    ok = False
+                    break
+            if ok:
+                target = blk
+                break
+        if target < 0:
+            missing = 0
+            for j in range(m):
+                v = local[j]
+                if (v >> BLOCK_SHIFT) != tail and (latest[v] < 0 or (latest[v] >> BLOCK_SHIFT) != tail):
+                    missing += 1
+            room = ((tail + 1) << BLOCK_SHIFT) - n
+            if missing > room:
+                # fill the rest of this block, then copy the whole batch into the next one
+                for j in range(room):
+                    v = local[j % m]
+                    remap[n] = v
+                    latest[v] = n
+                    n += 1
+                tail += 1
+            target = tail
+            for j in range(m):
+                v = local[j]
+                if (v >> BLOCK_SHIFT) != target and (latest[v] < 0 or (latest[v] >> BLOCK_SHIFT) != target):
+                    remap[n] = v
+                    latest[v] = n
+                    n += 1
+        for t in range(s, e):
+            for i in range(3):
+                v = tris[t, i]
+                if (v >> BLOCK_SHIFT) == target:
+                    out[t, i] = v
+                else:
+                    out[t, i] = latest[v]
+    return n
+
+
+def fix_16bit_boundaries(triangles, vertex_count: int | None = None, profile="nvidia_gl"):
+    """Make every simulated batch reference one 2^16 block (paper 001 sec. 4).
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        Optimized index buffer.
+    vertex_count : int, optional
+        Vertex buffer size (default: largest index + 1).
+    profile : str or Profile
+        The batching model whose batches are fixed (its plain form, without ``+16bit``).
+
+    Returns
+    -------
+    triangles : (T, 3) int64 ndarray
+        The index buffer referencing the copies.
+    vertex_remap : (V', ) int64 ndarray
+        ``new vertex -> original vertex``: identity for the first ``vertex_count`` entries,
+        then the source of every appended copy.
+    """
+    prof = get_profile(profile)
+    if isinstance(prof, Profile) and prof.boundary_16bit:
+        prof = prof.with_16bit_boundaries(False)
+    tris, vcount = as_index_array(triangles, vertex_count)
+    tris = np.ascontiguousarray(tris, dtype=np.int64)
+    t_count = tris.shape[0]
+    if t_count == 0 or vcount <= (1 << BLOCK_SHIFT):
+        return tris.copy(), np.arange(vcount, dtype=np.int64)
+    starts = predict(tris, prof, vcount, return_batches=True).batch_starts.astype(np.int64)
+    out = np.empty_like(tris)
+    remap = np.empty(vcount + 3 * t_count + (1 << BLOCK_SHIFT), np.int64)
+    remap[:vcount] = np.arange(vcount)
+    n = _fix(tris, vcount, starts, out, remap)
+    return out, remap[:n].copy()
+
+
+def mixed_batches(triangles, vertex_count: int | None = None, profile="nvidia_gl") -> int:
+    """Number of simulated batches that reference more than one 2^16 block."""
+    prof = get_profile(profile).with_16bit_boundaries(False)
+    tris, vcount = as_index_array(triangles, vertex_count)
+    if tris.shape[0] == 0:
+        return 0
+    starts = predict(tris, prof, vcount, return_batches=True).batch_starts
+    blocks = tris.astype(np.int64) >> BLOCK_SHIFT
+    lo = np.minimum.reduceat(blocks.min(axis=1), starts)
+    hi = np.maximum.reduceat(blocks.max(axis=1), starts)
+    return int(np.count_nonzero(lo != hi))
