@@ -1,0 +1,169 @@
+"""VRO, EVR, RE, EVR+RE, VRO+RE, DSR, EVR+DSR on every shipped scene: model overhead and results.
+
+Issue 7's targets: each technique's wall time at most 1.5x the baseline's, and 60 frames of
+every shipped scene with every technique in under 5 minutes on 2 cores.  One ``simulate`` run per
+scene renders all techniques on the same frames (geometry and binning are shared); a technique's
+time is its raster time plus its own hook time (``timings["raster"]`` + ``timings["techniques"]``).
+DSR's MSSIM reference is the shared baseline render, so its cost is in the baseline's column.
+A 1-frame warm-up run loads or compiles the numba caches first.
+
+Prints, per scene and technique: time/frame and ratio to baseline, shaded fragments vs
+baseline, overshading, tiles skipped, EVR prediction accuracy, DSR samples per pixel and worst
+MSSIM; then the published anchors of papers 000, 003 and 004 beside ours.
+
+Run: .venv/bin/python benchmarks/bench_techniques.py [FRAMES] [--scenes a,b] [--json OUT]
+     .venv/bin/python benchmarks/bench_techniques.py --search-dsr [FRAMES]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+try:
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
+except (AttributeError, OSError):
+    pass
+
+import numpy as np  # noqa: E402
+
+from pipeline_model.pipeline import simulate  # noqa: E402
+from pipeline_model.scene import shipped_scenes  # noqa: E402
+
+TECHNIQUES = ["baseline", "vro", "evr", "re", "evr+re", "vro+re", "dsr", "evr+dsr", "dr", "oracle"]
+OVERHEAD_TARGET = 1.5
+TOTAL_TARGET_SECONDS = 300.0
+
+
+def _sum(rows, tech, key):
+    return float(sum(r.get(key, 0) or 0 for r in rows if r["technique"] == tech))
+
+
+def scene_table(scene: str, frames: int) -> tuple[list[dict], float]:
+    t0 = time.perf_counter()
+    run = simulate(scene, TECHNIQUES, frames=frames, progress=False)
+    wall = time.perf_counter() - t0
+    tm = run.timings
+    rows = run.rows
+    base_t = tm["raster"]["baseline"] + tm["techniques"]["baseline"]
+    base_shaded = _sum(rows, "baseline", "fragments_shaded")
+    out = []
+    for tech in TECHNIQUES:
+        t = tm["raster"][tech] + tm["techniques"][tech]
+        n_tiles = _sum(rows, tech, "tiles_rendered") + _sum(rows, tech, "tiles_skipped")
+        s = run.summaries.get(tech, {})
+        out.append({
+            "scene": scene, "technique": tech, "ms_per_frame": 1000 * t / frames,
+            "time_vs_baseline": t / base_t if base_t else float("nan"),
+            "shaded_vs_baseline": _sum(rows, tech, "fragments_shaded") / base_shaded if base_shaded else float("nan"),
+            "overshading": _sum(rows, tech, "fragments_shaded") / max(_sum(rows, tech, "covered_pixels"), 1),
+            "tiles_skipped_pct": 100 * _sum(rows, tech, "tiles_skipped") / n_tiles if n_tiles else 0.0,
+            "prediction_accuracy": s.get("occlusion_prediction_accuracy"),
+            "samples_per_pixel": s.get("samples_per_pixel"),
+            "mssim_min": s.get("mssim_min"),
+            "vro_heuristic_share": s.get("vro_heuristic_share"),
+        })
+    return out, wall
+
+
+def _fmt(v, f="{:.3f}"):
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f.format(v)
+
+
+def print_table(rows):
+    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'t/base':>7s} {'shaded/base':>11s} "
+          f"{'oversh.':>7s} {'skip%':>6s} {'pred.acc':>8s} {'spp':>6s} {'MSSIMmin':>8s}")
+    for r in rows:
+        print(f"{r['scene']:15s} {r['technique']:9s} {r['ms_per_frame']:9.1f} "
+              f"{r['time_vs_baseline']:7.2f} {r['shaded_vs_baseline']:11.3f} {r['overshading']:7.3f} "
+              f"{r['tiles_skipped_pct']:6.1f} {_fmt(r['prediction_accuracy']):>8s} "
+              f"{_fmt(r['samples_per_pixel']):>6s} {_fmt(r['mssim_min'], '{:.4f}'):>8s}")
+
+
+def anchors(rows):
+    """Published anchors beside this model's figures (means over the shipped scenes)."""
+    def mean(tech, key, scenes=None):
+        v = [r[key] for r in rows if r["technique"] == tech and r[key] is not None
+             and (scenes is None or r["scene"] in scenes)]
+        return float(np.mean(v)) if v else float("nan")
+
+    def ratio(tech, scenes):
+        num = [r["overshading"] for r in rows if r["technique"] == tech and r["scene"] in scenes]
+        den = [r["overshading"] for r in rows if r["technique"] == "baseline" and r["scene"] in scenes]
+        return float(np.mean(np.array(num) / np.array(den))) if num else float("nan")
+
+    s3d = [s for s in {r["scene"] for r in rows} if s != "sprites-2d"]
+    print("\nPublished anchor                                   paper      this model (mean of shipped scenes)")
+    print(f"VRO overshading vs baseline (paper 000 Fig. 16)    ~0.81x     {ratio('vro', s3d):.2f}x (3D scenes)")
+    print(f"DR overshading vs baseline (paper 000 Fig. 16)     ~0.70x     {ratio('dr', s3d):.2f}x (3D scenes)")
+    print(f"EVR overshading reduction (paper 003 sec. I)       ~20%       {100 * (1 - ratio('evr', s3d)):.0f}% (3D scenes)")
+    print(f"RE tiles skipped (paper 003 Fig. 9)                49%        {mean('re', 'tiles_skipped_pct'):.0f}%")
+    print(f"EVR+RE tiles skipped (paper 003 Fig. 9)            54%        {mean('evr+re', 'tiles_skipped_pct'):.0f}%")
+    print(f"DSR samples per fragment (paper 004 sec. 7)        0.36       {mean('dsr', 'samples_per_pixel'):.2f}")
+    print(f"DSR worst frame MSSIM (paper 004: none < 0.95)     >= 0.95    {min((r['mssim_min'] for r in rows if r['technique'] == 'dsr' and r['mssim_min'] is not None), default=float('nan')):.4f}")
+    print(f"VRO heuristic share of selections (paper 000)      ~13%       {100 * mean('vro', 'vro_heuristic_share'):.1f}%")
+
+
+def search_dsr(frames: int, width: int = 598, height: int = 384):
+    """Run DSR's parameter search (paper 004 Algorithms 1-2) over the shipped scenes."""
+    from pipeline_model.pipeline import FrameContext, run_frames  # noqa: F401
+    from pipeline_model.raster import render_frame
+    from pipeline_model.techniques import dsr
+
+    seqs = []
+    for scene in shipped_scenes():
+        data = list(run_frames(scene, range(frames), width=width, height=height))
+
+        def render(f, rates, data=data):
+            spec, frame, tiles = data[f]
+            return render_frame(frame, tiles, rate=rates, clear_colour=spec.clear).colour
+
+        seqs.append((render, frames, width, height, ()))
+    t0 = time.perf_counter()
+    params, report = dsr.search_parameters(seqs)
+    print(f"DSR parameter search over {len(seqs)} scenes x {frames} frames at {width}x{height}: "
+          f"{time.perf_counter() - t0:.0f} s")
+    print(json.dumps(params.as_dict()))
+    for scene, rep in zip(shipped_scenes(), report):
+        print(f"  {scene:15s} ASR {rep['asr']:.3f}  worst MSSIM {rep['mssim_min']:.4f}  errors {rep['errors']}")
+    return params
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("frames", nargs="?", type=int, default=60)
+    ap.add_argument("--scenes", default=None)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--search-dsr", action="store_true")
+    a = ap.parse_args()
+    if a.search_dsr:
+        search_dsr(a.frames if a.frames != 60 else 20)
+        return
+    scenes = a.scenes.split(",") if a.scenes else shipped_scenes()
+    t0 = time.perf_counter()
+    simulate(scenes[0], TECHNIQUES, frames=1, progress=False)  # compile / load caches
+    warm = time.perf_counter() - t0
+    rows, total = [], 0.0
+    for scene in scenes:
+        r, wall = scene_table(scene, a.frames)
+        rows.extend(r)
+        total += wall
+        print(f"{scene}: {a.frames} frames x {len(TECHNIQUES)} techniques in {wall:.1f} s",
+              file=sys.stderr)
+    print(f"warm-up {warm:.1f} s; {len(scenes)} scenes x {a.frames} frames x {len(TECHNIQUES)} "
+          f"techniques: {total:.1f} s (target {TOTAL_TARGET_SECONDS:.0f} s)\n")
+    print_table(rows)
+    worst = max((r for r in rows if r["technique"] not in ("baseline", "dr", "oracle")),
+                key=lambda r: r["time_vs_baseline"])
+    print(f"\nworst technique overhead: {worst['technique']} on {worst['scene']} "
+          f"{worst['time_vs_baseline']:.2f}x baseline (target <= {OVERHEAD_TARGET}x)")
+    anchors(rows)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"frames": a.frames, "seconds": total, "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
