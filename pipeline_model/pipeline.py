@@ -83,7 +83,10 @@ class FrameContext:
 
     # --------------------------------------------------------------- raster
     def render(self, request: RenderRequest | None = None, **kwargs) -> Any:
-        """Run the raster stage on this frame (the baseline render is shared, not redone)."""
+        """Run the raster stage on this frame (the baseline render is shared, not redone).
+
+        Results may be shared between techniques of the frame: treat them as read-only.
+        """
         request = request or RenderRequest()
         if request.is_default() and not kwargs and "baseline" in self.shared:
             return self.shared["baseline"]

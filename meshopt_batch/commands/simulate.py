@@ -162,7 +162,7 @@ def _print_human(result) -> None:
         print(line, file=out)
         extras = {k: v for k, v in t.items() if k in ("samples_per_pixel", "mssim_min",
                                                      "occlusion_prediction_accuracy",
-                                                     "image_diff_pixels")}
+                                                     "image_diff_pixels") and v is not None}
         if extras:
             print("          " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                            for k, v in extras.items()), file=out)
