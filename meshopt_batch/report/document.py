@@ -14,21 +14,32 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
 @dataclass
 class Figure:
-    """A matplotlib figure with a file name and the paragraph that reads it."""
+    """A figure with a file name and the paragraph that reads it.
+
+    ``figure`` is a matplotlib figure (rendered to PNG once, then closed) or ``None`` when
+    ``png`` already holds the encoded image (a plot another module wrote as a file).
+    """
 
     name: str
     figure: object
     caption: str
+    png: bytes | None = None
 
     def png_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        return buf.getvalue()
+        if self.png is None:
+            import matplotlib.pyplot as plt
+
+            buf = io.BytesIO()
+            self.figure.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+            plt.close(self.figure)
+            self.png = buf.getvalue()
+        return self.png
 
 
 @dataclass
@@ -45,10 +56,16 @@ class Section:
     paragraphs: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    #: shell commands that reproduce the section's figures one by one
+    commands: list[str] = field(default_factory=list)
 
 
 def _format_cell(value, floatfmt):
-    if isinstance(value, float):
+    if value is None:
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            return "-"
         return floatfmt.format(value)
     return str(value)
 
@@ -76,6 +93,7 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;
 text-align:right}th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}
 img{max-width:100%}figcaption{font-size:14px;color:#444;margin-top:.3em}nav a{margin-right:1em}
+pre{background:#f6f6f6;padding:.5em;font-size:12px;overflow-x:auto}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"""
 
 
@@ -96,6 +114,9 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
         for para in section.paragraphs:
             md += [para, ""]
             body.append(f"<p>{html.escape(para)}</p>")
+        if section.commands:
+            md += ["```sh", *section.commands, "```", ""]
+            body.append("<pre>" + html.escape("\n".join(section.commands)) + "</pre>")
         for table in section.tables:
             md += [f"**{table.title}**", "", markdown_table(table), ""]
             body.append(f"<h3>{html.escape(table.title)}</h3>" + html_table(table))

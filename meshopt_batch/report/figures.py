@@ -55,3 +55,69 @@ def plot_mesh_batches(positions, triangles, profile="nvidia_gl", ax=None, title=
     ax.axis("off")
     ax.set_title(title or f"{profile}: {pred.batches} batches, ASR {pred.asr:.3f}", fontsize=10)
     return ax, pred
+
+
+# ------------------------------------------------------------------ generic report plots
+def new_figure(nrows=1, ncols=1, width=7.5, height=3.6, **kw):
+    """A figure with ``nrows x ncols`` axes (always a flat list)."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
+    return fig, list(axes.ravel())
+
+
+def grouped_bars(ax, frame, value, group, hue, groups=None, hues=None, fmt="{:.2f}", label_bars=False,
+                 reference=None, reference_label=None):
+    """Bars of ``frame[value]`` with one cluster per ``group`` and one colour per ``hue``.
+
+    ``reference`` draws a horizontal dashed line (e.g. a published figure).
+    """
+    groups = list(dict.fromkeys(frame[group])) if groups is None else list(groups)
+    hues = list(dict.fromkeys(frame[hue])) if hues is None else list(hues)
+    width = 0.8 / max(len(hues), 1)
+    lookup = {(g, h): v for g, h, v in zip(frame[group], frame[hue], frame[value])}
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, h in enumerate(hues):
+        xs, ys = [], []
+        for i, g in enumerate(groups):
+            v = lookup.get((g, h))
+            if v is None or not np.isfinite(v):
+                continue
+            xs.append(i - 0.4 + width * (j + 0.5))
+            ys.append(v)
+        bars = ax.bar(xs, ys, width=width * 0.95, label=str(h), color=colours[j % len(colours)])
+        if label_bars:
+            for b, v in zip(bars, ys):
+                ax.annotate(fmt.format(v), (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=6, rotation=90)
+    if reference is not None:
+        ax.axhline(reference, ls="--", lw=1, color="k", label=reference_label)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([str(g) for g in groups], rotation=30, ha="right", fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return ax
+
+
+def tile_overlay(ax, image, values, tiles_x, tiles_y, tile, cmap, vmin=None, vmax=None, alpha=0.55,
+                 title=None, colorbar_label=None, ticks=None, ticklabels=None):
+    """An image with a per-tile value map blended over it (NaN tiles stay clear)."""
+    img = np.asarray(image)
+    h, w = img.shape[:2]
+    grid = np.asarray(values, dtype=np.float64).reshape(tiles_y, tiles_x)
+    full = np.kron(grid, np.ones((tile, tile)))[:h, :w]
+    ax.imshow(img, interpolation="nearest")
+    masked = np.ma.masked_invalid(full)
+    im = ax.imshow(masked, cmap=cmap, vmin=vmin, vmax=vmax, alpha=alpha, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    cb = ax.figure.colorbar(im, ax=ax, fraction=0.035, pad=0.02, ticks=ticks)
+    if ticklabels is not None:
+        cb.ax.set_yticklabels(ticklabels)
+    if colorbar_label:
+        cb.set_label(colorbar_label, fontsize=8)
+    return ax
+
+
+def close(fig):
+    """Release a figure once it has been written."""
+    plt.close(fig)

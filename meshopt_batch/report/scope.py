@@ -1,0 +1,169 @@
+"""What a report covers: meshes, scenes, frames, resolution (full, ``--quick`` and a test scope).
+
+The scope only chooses inputs and sizes; every number in the report is computed by the
+library's own public functions (``compare``, ``gpu_probe``, ``simulate``), so each section can
+print the command line that reproduces its figures.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import MeshoptBatchError
+
+#: Triangle orders of the end-to-end matrix: the mesh's own, Forsyth (TomF), paper 001's batch.
+ORDERS = ("original", "forsyth", "batch")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Sizes of one report run.
+
+    Attributes
+    ----------
+    name : ``full``, ``quick`` or ``smoke`` (the test suite's: every section and figure kind,
+        smallest inputs)
+    procedural : procedural meshes as ``(generator, args)`` of :mod:`meshes`
+    shared : ``"all"`` (every file of ../shared/meshes up to ``max_shared_triangles``),
+        ``"bunny"`` or ``"none"``
+    frames : frames per simulated scene (``None``: the scene's own count)
+    size : render resolution ``(width, height)`` (``None``: the scene's own, 1196 x 768)
+    probe_orders : triangle orders the predicted-vs-measured scatter measures
+    probe_random : random index buffers the fitted profile is verified on
+    compare_profiles : GPU profiles of the compare tables (``None``: every built-in)
+    """
+
+    name: str
+    procedural: tuple = ()
+    shared: str = "all"
+    max_shared_triangles: int | None = 400_000
+    frames: int | None = None
+    size: tuple | None = None
+    probe_orders: tuple = ("original", "shuffled", "optimized")
+    probe_random: int = 120
+    compare_profiles: tuple | None = None
+    orders: tuple = ORDERS
+    scenes: tuple | None = None
+    mesh_paths: tuple = field(default=())
+
+    def describe(self) -> str:
+        res = f"{self.size[0]}x{self.size[1]}" if self.size else "each scene's own resolution"
+        frames = f"{self.frames} frames" if self.frames else "each scene's own frame count"
+        return (f"scope '{self.name}': {frames} per scene at {res}, triangle orders "
+                f"{', '.join(self.orders)}")
+
+
+_PROCEDURAL_FULL = (("icosphere", (4,)), ("uv_sphere", (48, 96)), ("torus", (96, 48)),
+                    ("grid", (64,)))
+_PROCEDURAL_QUICK = (("icosphere", (4,)), ("uv_sphere", (32, 64)), ("torus", (64, 32)),
+                     ("grid", (48,)))
+
+SCOPES = {
+    "full": Scope("full", procedural=_PROCEDURAL_FULL, shared="all", frames=24),
+    "quick": Scope("quick", procedural=_PROCEDURAL_QUICK, shared="bunny", frames=4,
+                   size=(598, 384), probe_orders=("original", "shuffled"),
+                   probe_random=30),
+    "smoke": Scope("smoke", procedural=(("icosphere", (2,)), ("grid", (12,))), shared="none",
+                   frames=3, size=(256, 160), probe_orders=("original",),
+                   probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe")),
+}
+
+
+def get_scope(name: str, meshes=None, scenes=None, frames=None) -> Scope:
+    """The named scope with the command line's ``--meshes`` / ``--scenes`` / ``--frames``."""
+    try:
+        scope = SCOPES[name]
+    except KeyError:
+        raise MeshoptBatchError(f"unknown report scope {name!r} (known: {', '.join(SCOPES)})") from None
+    if meshes:
+        paths = []
+        for m in meshes:
+            p = Path(m)
+            if p.is_dir():
+                from meshes import MESH_SUFFIXES
+
+                found = sorted(q for q in p.iterdir() if q.is_file() and q.suffix.lower() in MESH_SUFFIXES)
+                if not found:
+                    raise MeshoptBatchError(f"{p}: no mesh files ({', '.join(MESH_SUFFIXES)}) in this folder")
+                paths += found
+            elif p.is_file():
+                paths.append(p)
+            else:
+                raise MeshoptBatchError(f"{m}: no such file or folder")
+        scope = replace(scope, shared="none", mesh_paths=tuple(paths), max_shared_triangles=None)
+    if scenes:
+        scope = replace(scope, scenes=tuple(scenes))
+    if frames is not None:
+        if frames < 1:
+            raise MeshoptBatchError("--frames must be at least 1")
+        scope = replace(scope, frames=int(frames))
+    return scope
+
+
+@dataclass
+class MeshInput:
+    """One mesh of the report: its name, the mesh, and a file the probe can load.
+
+    ``shown`` is the path the report's commands name (procedural meshes are copied into the
+    report folder's ``meshes/`` so that the commands can be run as printed).
+    """
+
+    name: str
+    mesh: object
+    path: Path
+    procedural: bool = False
+    shown: str = ""
+
+    def __post_init__(self):
+        self.shown = self.shown or str(self.path)
+
+
+def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[str]]:
+    """The procedural meshes (written as PLY into ``workdir`` for the probe) and the files.
+
+    Returns the meshes and notes on what was left out (missing folder, too many triangles).
+    """
+    import meshes as procedural
+
+    from ..io import load_mesh, save_mesh
+
+    out: list[MeshInput] = []
+    notes: list[str] = []
+    for gen, args in scope.procedural:
+        m = getattr(procedural, gen)(*args)
+        path = workdir / f"{m.name}.ply"
+        save_mesh(m, path)
+        out.append(MeshInput(m.name, m, path, procedural=True))
+    files = list(scope.mesh_paths)
+    if scope.shared != "none":
+        shared = procedural.shared_meshes()
+        if not shared:
+            notes.append(f"no shared meshes found in {procedural.shared_meshes_dir()} (set "
+                         "$MESHOPT_BATCH_SHARED_MESHES or pass --meshes): only procedural meshes")
+        if scope.shared == "bunny":
+            shared = [p for p in shared if p.stem == "bunny"]
+        files += shared
+    for path in files:
+        mesh = load_mesh(path)
+        if (scope.max_shared_triangles is not None and not scope.mesh_paths
+                and mesh.triangle_count > scope.max_shared_triangles):
+            notes.append(f"{path.name} left out: {mesh.triangle_count:,} triangles is above this "
+                         f"scope's {scope.max_shared_triangles:,} (pass it with --meshes to include it)")
+            continue
+        out.append(MeshInput(Path(path).stem, mesh, Path(path)))
+    return out, notes
+
+
+def make_workdir() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix="meshopt-report-")
+
+
+def progress_bar(total: int, desc: str, enabled: bool | None = None):
+    """A tqdm bar on stderr (``enabled=None``: only when stderr is a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True,
+                disable=(None if enabled is None else not enabled))

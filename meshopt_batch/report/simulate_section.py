@@ -1,0 +1,395 @@
+"""Report section 3: the end-to-end matrix on the tile-based GPU model (``meshopt-batch simulate``).
+
+Every shipped scene is run with every technique for each triangle order of the scope through
+:func:`pipeline_model.pipeline.simulate`, the function the ``simulate`` command calls; the
+tables below are its ``totals`` and ``per_frame`` frames.  The only addition is
+:class:`_Recorder`, a pass-through technique wrapper that keeps the per-tile ``skip`` / ``rate``
+requests of the RE and DSR techniques so that they can be drawn over a rendered frame.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap
+
+from .document import Figure, Section, Table
+from .figures import grouped_bars, new_figure, tile_overlay
+
+#: Techniques whose per-tile requests the report draws (skip map: RE family; rate map: DSR).
+SKIP_TECHNIQUES = ("re", "evr+re")
+RATE_TECHNIQUES = ("dsr", "evr+dsr")
+RATE_LABELS = ("1", "1/4", "1/16", "1/64", "1/256")
+
+
+class _Recorder:
+    """Wraps a technique: same hooks and results, plus a copy of every frame's request."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = inner.name
+        self.exact = getattr(inner, "exact", True)
+        self.aggregate = getattr(inner, "aggregate", {})
+        self.requests: dict[int, dict] = {}
+
+    def reset(self):
+        self.requests = {}
+        self.inner.reset()
+
+    def run(self, ctx):
+        run = getattr(self.inner, "run", None)
+        if callable(run):
+            req, res = run(ctx)
+        else:
+            req = self.inner.begin_frame(ctx)
+            res = ctx.render(req)
+        rec = {}
+        for key in ("skip", "rate"):
+            v = getattr(req, key, None)
+            if v is not None:
+                rec[key] = np.array(v, copy=True)
+        self.requests[ctx.index] = rec
+        return req, res
+
+    def end_frame(self, ctx, result):
+        return self.inner.end_frame(ctx, result)
+
+    def summary(self):
+        return self.inner.summary()
+
+
+def _command(scene, scope, order, techniques, check_gl=False) -> str:
+    parts = [f"meshopt-batch simulate {scene}"]
+    if scope.frames:
+        parts.append(f"--frames {scope.frames}")
+    if scope.size:
+        parts.append(f"--width {scope.size[0]} --height {scope.size[1]}")
+    if order != "original":
+        parts.append(f"--optimizer {order}")
+    parts.append("--techniques " + ",".join(techniques))
+    if check_gl:
+        parts.append("--check-gl")
+    return " ".join(parts)
+
+
+def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
+    """Run the matrix; returns runs, recorded maps, errors, timings and the commands."""
+    from pipeline_model.pipeline import simulate
+    from pipeline_model.scene import shipped_scenes
+    from pipeline_model.techniques import available, create
+
+    t0 = time.perf_counter()
+    scenes = list(scope.scenes or shipped_scenes())
+    techniques = available()
+    width, height = scope.size if scope.size else (None, None)
+    gl_reason = None
+    if check_gl:
+        try:
+            from gpu_probe.gl_reference import gl_available
+
+            if not gl_available():
+                gl_reason = "no OpenGL context can be created here"
+        except ImportError as exc:
+            gl_reason = f"gpu_probe.gl_reference is not importable ({exc})"
+    jobs = [(scene, order) for order in scope.orders for scene in scenes]
+    bar = progress(len(jobs), "simulate") if progress else None
+    runs, errors, maps, commands = {}, {}, {}, []
+    for scene, order in jobs:
+        if bar is not None:
+            bar.set_postfix_str(f"{scene} / {order}")
+        first = order == scope.orders[0]
+        techs = [create(t) for t in techniques]
+        if first:
+            techs = [_Recorder(t) if t.name in SKIP_TECHNIQUES + RATE_TECHNIQUES else t for t in techs]
+        last = {}
+
+        def keep_last(name, frame, colour, _last=last):
+            _last[name] = (frame, colour)
+
+        do_gl = first and check_gl and gl_reason is None
+        try:
+            res = simulate(scene, techs, frames=scope.frames, optimizer=None if order == "original" else order,
+                           width=width, height=height, progress=False,
+                           image_callback=keep_last if first else None, check_gl=do_gl)
+        except Exception as exc:  # noqa: BLE001 - one failing cell must not lose the report
+            errors[(scene, order)] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if bar is not None:
+                bar.update(1)
+            continue
+        runs[(scene, order)] = res
+        if first:
+            commands.append(_command(scene, scope, order, techniques, check_gl=do_gl))
+            maps[scene] = {
+                "colour": {n: c for n, (f, c) in last.items()},
+                "frame": max((f for f, _ in last.values()), default=None),
+                "requests": {t.name: t.requests for t in techs if isinstance(t, _Recorder)},
+            }
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if scope.orders[1:]:
+        commands.append("# the same with --optimizer " + " / --optimizer ".join(scope.orders[1:]))
+    return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": techniques,
+            "commands": commands, "gl_reason": gl_reason, "seconds": time.perf_counter() - t0}
+
+
+def matrix_frame(data: dict) -> pd.DataFrame:
+    """One row per (scene, order, technique): the run's totals plus ratios to the baselines."""
+    rows = []
+    for (scene, order), res in data["runs"].items():
+        tot = res.totals
+        base = tot.loc["baseline"] if "baseline" in tot.index else None
+        ref = data["runs"].get((scene, "original"))
+        ref_base = ref.totals.loc["baseline"] if ref is not None and "baseline" in ref.totals.index else base
+        for tech in res.techniques:
+            t = tot.loc[tech]
+            rendered = float(t.get("tiles_rendered", 0) or 0)
+            skipped = float(t.get("tiles_skipped", 0) or 0)
+            row = {
+                "scene": scene, "order": order, "technique": tech,
+                "vertex_invocations": float(t["vertex_invocations"]),
+                "fragments_shaded": float(t["fragments_shaded"]),
+                "overshading": float(t["overshading"]),
+                "tiles_skipped_pct": 100.0 * skipped / (rendered + skipped) if rendered + skipped else np.nan,
+                "samples_per_pixel": float(t["samples_per_pixel"]) if pd.notna(t.get("samples_per_pixel")) else np.nan,
+                "mssim_min": float(t["mssim_min"]) if pd.notna(t.get("mssim_min")) else np.nan,
+                "cycles": float(t["cycles"]), "energy": float(t["energy"]),
+            }
+            if base is not None:
+                row["overshading_vs_baseline"] = row["overshading"] / float(base["overshading"]) if base["overshading"] else np.nan
+                row["speedup"] = float(base["cycles"]) / row["cycles"] if row["cycles"] else np.nan
+                row["energy_vs_baseline"] = row["energy"] / float(base["energy"]) if base["energy"] else np.nan
+            if ref_base is not None:
+                row["speedup_vs_original_baseline"] = float(ref_base["cycles"]) / row["cycles"] if row["cycles"] else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _range(values, fmt="{:.2f}") -> str:
+    v = np.asarray([x for x in values if np.isfinite(x)])
+    if not len(v):
+        return "n/a"
+    if len(v) == 1:
+        return fmt.format(v[0])
+    return f"{fmt.format(v.min())}-{fmt.format(v.max())} (mean {fmt.format(v.mean())})"
+
+
+def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
+    sec = Section("simulate", "3. Whole frames on a tile-based GPU model (simulate)")
+    m = matrix_frame(data)
+    sec.commands = list(data["commands"])
+    first = scope.orders[0]
+    sec.paragraphs.append(
+        f"Every shipped scene ({', '.join(data['scenes'])}) with every technique "
+        f"({', '.join(data['techniques'])}) and the triangle orders {', '.join(scope.orders)}: "
+        f"{len(data['runs'])} runs, {scope.describe()}. Each row is what "
+        "`meshopt-batch simulate` prints for the same options. Frame-to-frame techniques (VRO, "
+        "EVR, RE, DSR) learn from frame N for frame N+1, so their first frame is the baseline's "
+        "and short runs understate them.")
+    for (scene, order), why in data["errors"].items():
+        sec.paragraphs.append(f"Not run: {scene} with order {order}: {why}.")
+    if not len(m):
+        sec.paragraphs.append("No simulation finished, so this section has no figures.")
+        return sec, m
+    own = m[m["order"] == first]
+    cols = ["scene", "technique", "vertex_invocations", "fragments_shaded", "overshading",
+            "overshading_vs_baseline", "tiles_skipped_pct", "samples_per_pixel", "mssim_min",
+            "speedup", "energy_vs_baseline"]
+    table = own[[c for c in cols if c in own]].astype({"vertex_invocations": "int64", "fragments_shaded": "int64"})
+    sec.tables.append(Table(f"Techniques on each scene ({first} triangle order)",
+                            table.rename(columns={
+                                "vertex_invocations": "vertex inv.", "fragments_shaded": "frag. shaded",
+                                "overshading_vs_baseline": "overshading / baseline",
+                                "tiles_skipped_pct": "tiles skipped %", "samples_per_pixel": "samples/pixel",
+                                "mssim_min": "min MSSIM", "speedup": "speed-up", "energy_vs_baseline": "energy / baseline"}),
+                            floatfmt="{:.3f}"))
+    piv = m.pivot_table(index=["scene", "order"], columns="technique", values="speedup_vs_original_baseline",
+                        sort=False).reset_index()
+    vinv = m[m["technique"] == "baseline"].set_index(["scene", "order"])["vertex_invocations"]
+    piv.insert(2, "vertex inv.", [int(vinv.get((s, o), -1)) for s, o in zip(piv["scene"], piv["order"])])
+    piv.columns.name = None
+    sec.tables.append(Table("End-to-end matrix: speed-up (cycles) over the baseline in the scene's own order",
+                            piv, floatfmt="{:.3f}"))
+
+    _technique_bars(sec, own)
+    _order_bars(sec, m, scope)
+    _maps(sec, data, own)
+    _timelines(sec, data, first)
+    return sec, m
+
+
+def _technique_bars(sec, own):
+    techs = [t for t in dict.fromkeys(own["technique"]) if t != "baseline"]
+    scenes = list(dict.fromkeys(own["scene"]))
+    fig, axes = new_figure(1, 3, 13.5, 3.8)
+    grouped_bars(axes[0], own[own["technique"] != "baseline"], "overshading_vs_baseline", "technique",
+                 "scene", groups=techs, hues=scenes)
+    axes[0].axhline(1.0, color="k", lw=0.8)
+    axes[0].set_ylabel("overshading / baseline")
+    axes[0].set_title("overshading relative to the baseline", fontsize=9)
+    re_like = [t for t in techs if "re" in t.split("+")]
+    grouped_bars(axes[1], own, "tiles_skipped_pct", "technique", "scene", groups=re_like, hues=scenes)
+    axes[1].set_ylabel("% of tiles skipped")
+    axes[1].set_title("tiles skipped (RE family)", fontsize=9)
+    dsr_like = [t for t in techs if "dsr" in t.split("+")]
+    grouped_bars(axes[2], own, "samples_per_pixel", "technique", "scene", groups=dsr_like, hues=scenes)
+    axes[2].set_ylabel("samples per pixel")
+    axes[2].set_title("sampling rate (DSR family)", fontsize=9)
+    axes[2].legend(fontsize=7, loc="upper right")
+    by = own.groupby("technique")
+    parts = []
+    for t in techs:
+        parts.append(f"{t} {_range(by.get_group(t)['overshading_vs_baseline'], '{:.2f}x')}")
+    skip = "; ".join(f"{t} {_range(by.get_group(t)['tiles_skipped_pct'], '{:.1f}%')}" for t in re_like)
+    spp = "; ".join(f"{t} {_range(by.get_group(t)['samples_per_pixel'], '{:.3f}')}" for t in dsr_like)
+    sec.figures.append(Figure(
+        "technique_bars", fig,
+        f"Per technique and scene ({len(scenes)} scenes). Overshading relative to the baseline: "
+        + "; ".join(parts) + f". Tiles skipped: {skip or 'n/a'}. Samples per pixel: {spp or 'n/a'}."))
+
+
+def _order_bars(sec, m, scope):
+    base = m[m["technique"] == "baseline"].copy()
+    if base["order"].nunique() < 2:
+        return
+    ref = base[base["order"] == scope.orders[0]].set_index("scene")
+    base["vertex inv. / own order"] = [v / ref.loc[s, "vertex_invocations"] if s in ref.index else np.nan
+                                       for s, v in zip(base["scene"], base["vertex_invocations"])]
+    best = m.loc[m.groupby(["scene", "order"])["cycles"].idxmin()]
+    fig, axes = new_figure(1, 2, 11, 3.6)
+    grouped_bars(axes[0], base, "vertex inv. / own order", "scene", "order", hues=list(scope.orders))
+    axes[0].axhline(1.0, color="k", lw=0.8)
+    axes[0].set_ylabel("vertex-shader invocations / own order")
+    axes[0].set_title("geometry stage: vertex shading per triangle order", fontsize=9)
+    axes[0].legend(fontsize=7)
+    grouped_bars(axes[1], best, "speedup_vs_original_baseline", "scene", "order", hues=list(scope.orders))
+    axes[1].set_ylabel("speed-up over baseline, own order")
+    axes[1].set_title("best technique per order: whole-frame speed-up", fontsize=9)
+    parts = []
+    for o in scope.orders[1:]:
+        v = base[base["order"] == o]["vertex inv. / own order"]
+        parts.append(f"{o} {_range(v, '{:.3f}x')}")
+    top = best.loc[best["speedup_vs_original_baseline"].idxmax()]
+    sec.figures.append(Figure(
+        "order_bars", fig,
+        "Mesh optimizers end to end. Left: vertex-shader invocations of the baseline relative to the "
+        "scenes' own index order: " + "; ".join(parts) + ". Right: speed-up of the best technique "
+        f"per scene and order; the largest is {top['speedup_vs_original_baseline']:.3f}x "
+        f"({top['technique']} with {top['order']} order on {top['scene']})."))
+
+
+def _maps(sec, data, own):
+    """DSR rate map and RE / EVR+RE skipped-tile map over the last recorded frame."""
+    maps = data["maps"]
+    spp = own[own["technique"] == "dsr"].set_index("scene")["samples_per_pixel"]
+    cand = [s for s in spp.sort_values().index if maps.get(s, {}).get("requests", {}).get("dsr")]
+    if cand:
+        scene = cand[0]
+        info = maps[scene]
+        fr = info["frame"]
+        res = data["runs"][(scene, "original")]
+        tiles_x = -(-res.width // res.tile)
+        tiles_y = -(-res.height // res.tile)
+        fig, axes = new_figure(1, 2, 13, 4.4)
+        ok = 0
+        for ax, tech in zip(axes, RATE_TECHNIQUES):
+            req = info["requests"].get(tech, {}).get(fr, {})
+            rate = req.get("rate")
+            if rate is None or tech not in info["colour"]:
+                ax.set_title(f"{tech}: no rate request recorded", fontsize=9)
+                ax.axis("off")
+                continue
+            ok += 1
+            cmap = ListedColormap(["#ffffff00", "#2c7fb8", "#7fcdbb", "#fdae61", "#d7191c"])
+            tile_overlay(ax, info["colour"][tech], rate.astype(float), tiles_x, tiles_y, res.tile, cmap,
+                         vmin=-0.5, vmax=4.5, title=f"{tech}, {scene}, frame {fr}",
+                         colorbar_label="sampling rate", ticks=range(5), ticklabels=RATE_LABELS)
+        req = info["requests"]["dsr"].get(fr, {}).get("rate")
+        if ok and req is not None:
+            share = [100.0 * np.mean(req == k) for k in range(5)]
+            sec.figures.append(Figure(
+                "dsr_rate_map", fig,
+                f"DSR's per-tile sampling rate on {scene} (the scene where DSR sampled least), frame {fr}, "
+                "over the frame DSR rendered: "
+                + ", ".join(f"{lab} on {p:.0f}% of tiles" for lab, p in zip(RATE_LABELS, share))
+                + f"; over the whole run {spp[scene]:.3f} samples per pixel. Flat, low-frequency tiles "
+                "drop to the lowest rates; edges and textures keep full rate."))
+    # skipped-tile map
+    best_scene, best_n = None, -1
+    for scene, info in maps.items():
+        fr = info["frame"]
+        reqs = info["requests"]
+        n = sum(int(np.sum(reqs.get(t, {}).get(fr, {}).get("skip", np.zeros(0, bool)))) for t in SKIP_TECHNIQUES)
+        if n > best_n:
+            best_scene, best_n = scene, n
+    if best_scene is None:
+        return
+    info = maps[best_scene]
+    fr = info["frame"]
+    res = data["runs"][(best_scene, "original")]
+    tiles_x = -(-res.width // res.tile)
+    tiles_y = -(-res.height // res.tile)
+    n_tiles = tiles_x * tiles_y
+    skips = {t: info["requests"].get(t, {}).get(fr, {}).get("skip") for t in SKIP_TECHNIQUES}
+    re_s = skips.get("re")
+    evr_s = skips.get("evr+re")
+    re_s = np.zeros(n_tiles, bool) if re_s is None else re_s.astype(bool)
+    evr_s = np.zeros(n_tiles, bool) if evr_s is None else evr_s.astype(bool)
+    cat = np.full(n_tiles, np.nan)
+    cat[re_s & evr_s] = 0
+    cat[re_s & ~evr_s] = 1
+    cat[~re_s & evr_s] = 2
+    image = info["colour"].get("evr+re", info["colour"].get("re"))
+    if image is None:
+        return
+    fig, (ax,) = new_figure(1, 1, 8.5, 5.2)
+    cmap = ListedColormap(["#1a9641", "#2b83ba", "#d7191c"])
+    tile_overlay(ax, image, cat, tiles_x, tiles_y, res.tile, cmap, vmin=-0.5, vmax=2.5,
+                 title=f"tiles skipped at frame {fr} of {best_scene}", colorbar_label="skipped by",
+                 ticks=range(3), ticklabels=["RE and EVR+RE", "RE only", "EVR+RE only"])
+    sec.figures.append(Figure(
+        "skip_map", fig,
+        f"Tiles skipped by Rendering Elimination on {best_scene} at frame {fr} (the scene with the most "
+        f"skipped tiles), over the frame EVR+RE rendered: RE skips {int(re_s.sum())} of {n_tiles} tiles "
+        f"({100.0 * re_s.mean():.1f}%), EVR+RE {int(evr_s.sum())} ({100.0 * evr_s.mean():.1f}%); "
+        f"{int((evr_s & ~re_s).sum())} tiles are skipped only because EVR left predicted-occluded "
+        "primitives out of the signature, "
+        f"{int((re_s & ~evr_s).sum())} only by plain RE."))
+
+
+def _timelines(sec, data, first):
+    runs = [(s, r) for (s, o), r in data["runs"].items() if o == first]
+    if not runs:
+        return
+    cols = 3 if len(runs) > 2 else len(runs)
+    rows = -(-len(runs) // cols)
+    fig, axes = new_figure(rows, cols, 4.6 * cols, 3.2 * rows)
+    notes = []
+    for ax, (scene, res) in zip(axes, runs):
+        pf = res.per_frame
+        base = pf[pf["technique"] == "baseline"].set_index("frame")["cycles"]
+        for tech, part in pf.groupby("technique", sort=False):
+            ax.plot(part["frame"], part["cycles"] / 1e6, lw=1.4 if tech == "baseline" else 0.9,
+                    color="k" if tech == "baseline" else None, label=tech, marker=".", ms=3)
+        ax.set_title(scene, fontsize=9)
+        ax.set_xlabel("frame", fontsize=8)
+        ax.set_ylabel("Mcycles", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, alpha=0.3)
+        later = pf[pf["frame"] > pf["frame"].min()]
+        if len(later) and len(base):
+            per = later.groupby("technique")["cycles"].sum()
+            ref = base[base.index > pf["frame"].min()].sum()
+            bt = per.drop("baseline", errors="ignore").idxmin()
+            notes.append(f"{scene}: {bt} {ref / per[bt]:.2f}x")
+    for ax in axes[len(runs):]:
+        ax.axis("off")
+    axes[0].legend(fontsize=6, ncol=2)
+    sec.figures.append(Figure(
+        "timelines", fig,
+        "Cycles per frame for every technique (black: baseline). Frame 0 is the same for the "
+        "frame-to-frame techniques; from frame 1 on, the cheapest technique and its speed-up over "
+        "the baseline on those frames: " + "; ".join(notes) + "."))

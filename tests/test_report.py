@@ -1,0 +1,134 @@
+"""The report renders, with every section and every figure kind, in HTML and Markdown; the
+examples run."""
+
+import base64
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshopt_batch.cli import main
+from meshopt_batch.report.build import SECTION_ANCHORS
+
+ROOT = Path(__file__).resolve().parent.parent
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _gl() -> bool:
+    try:
+        from gpu_probe.context import gl_available
+
+        return gl_available()
+    except ImportError:
+        return False
+
+
+def expected_figures() -> list[str]:
+    names = ["mesh_batches", "technique_bars", "order_bars", "dsr_rate_map", "skip_map", "timelines"]
+    if importlib.util.find_spec("meshopt_batch.compare") is not None:
+        names.append("asr_bars")
+    if _gl():
+        names += ["probe_scatter", "probe_cache_sweep", "probe_staircases", "glcheck_bars"]
+    return names
+
+
+@pytest.fixture(scope="module")
+def smoke_report(tmp_path_factory):
+    """The report at the test scope: every section and figure kind, smallest inputs."""
+    out = tmp_path_factory.mktemp("report")
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = main(["report", "--scope", "smoke", "--out", str(out), "--json", "--no-progress"])
+    assert rc == 0
+    return out, json.loads(buf.getvalue())
+
+
+def test_report_sections_and_figures(smoke_report):
+    out, summary = smoke_report
+    html = (out / "index.html").read_text()
+    md = (out / "report.md").read_text()
+    assert summary["html"] == str(out / "index.html") and summary["scope"] == "smoke"
+    for anchor in SECTION_ANCHORS:
+        assert f'id="{anchor}"' in html, anchor
+    headings = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert len(headings) == len(SECTION_ANCHORS)
+    # every section has content in both twins
+    for chunk in re.split(r"^## .+$", md, flags=re.M)[1:]:
+        assert len(chunk.strip()) > 40
+    for name in expected_figures():
+        png = out / f"{name}.png"
+        assert png.is_file() and png.stat().st_size > 2000, name
+        assert png.read_bytes()[:8] == PNG
+        assert f"![{name}]({name}.png)" in md, name
+        m = re.search(rf'<img alt="{name}" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+        assert m, name
+        assert base64.b64decode(m.group(1)) == png.read_bytes()
+    # every figure is read in a paragraph that states numbers
+    for caption in re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S):
+        assert re.search(r"\d", caption)
+    # the tables are there and filled
+    assert html.count("<table>") >= 6
+    assert "| ---" not in md and md.count("|---|") >= 6
+    # the page is self-contained: no external resources
+    assert not re.search(r'src="(?!data:)', html)
+    # no partial files left behind
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_report_anchors_and_gl_table(smoke_report):
+    out, _ = smoke_report
+    md = (out / "report.md").read_text()
+    for published in ("0.82", "0.88", "~0.81x", "~0.7x", "49%", "54%", "0.36"):
+        assert published in md
+    if _gl():
+        section = md.split("## 4.")[1].split("## 5.")[0]
+        assert "coverage diff. pixels" in section
+        for scene in ("city-ordered", "city-unordered", "hud-over-3d", "low-frequency", "sprites-2d"):
+            assert f"| {scene} |" in section
+
+
+def test_report_bad_arguments(tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "r"), "--meshes", str(tmp_path / "absent.ply")]) == 2
+    assert "absent.ply" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    assert main(["report", "--out", str(tmp_path / "r"), "--scenes", "no-such-scene"]) == 2
+    assert not (tmp_path / "r").exists()
+
+
+def _example(*args, timeout=300):
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_example_optimize_for_gpu(tmp_path):
+    import meshes
+    from meshopt_batch import load_mesh, save_mesh
+
+    src = tmp_path / "sphere.ply"
+    save_mesh(meshes.uv_sphere(12, 24), src)
+    dst = tmp_path / "sphere_opt.glb"
+    out = _example("examples/optimize_for_gpu.py", str(src), str(dst), "--profile", "nvidia_gl")
+    assert "ASR on nvidia_gl" in out and dst.is_file()
+    a, b = load_mesh(src), load_mesh(dst)
+    assert b.triangle_count == a.triangle_count
+
+
+@pytest.mark.skipif(not _gl(), reason="needs an OpenGL context")
+def test_example_probe_this_gpu(tmp_path):
+    prof = tmp_path / "gpu.json"
+    out = _example("examples/probe_this_gpu.py", "--random", "5", "--save", str(prof))
+    assert "fitted: MAX_SIZE" in out
+    assert json.loads(prof.read_text())["max_size"] >= 0
+
+
+def test_example_evaluate_scene():
+    out = _example("examples/evaluate_scene.py", "sprites-2d", "--frames", "2", "--size", "128", "96")
+    assert "baseline" in out and "evr+re" in out
