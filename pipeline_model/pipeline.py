@@ -38,7 +38,7 @@ from .scene import Scene, load_scene
 from .techniques import create as _create_technique
 from .techniques.base import RenderRequest
 
-__all__ = ["FrameContext", "SimulationResult", "simulate", "save_png", "JSON_COUNTERS"]
+__all__ = ["FrameContext", "SimulationResult", "simulate", "run_frames", "save_png", "JSON_COUNTERS"]
 
 #: Counters every technique entry and per-frame row of the JSON output carries (issue 6).
 JSON_COUNTERS = ("vertex_invocations", "fragments_rasterized", "fragments_shaded", "overshading",
