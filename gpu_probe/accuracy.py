@@ -129,7 +129,9 @@ def plot_accuracy(df, path, title: str | None = None) -> Path:
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (name, row) in enumerate(batch.iterrows()):
         val = max(row["mse"], floor)
-        lab = f"{name} (batch model)" + (" - exact, MSE 0 drawn at 1e-6" if row["mse"] == 0 else "")
+        lab = f"{name} (batch model)"
+        if row["mse"] == 0:
+            lab += " - exact, MSE 0 drawn at 1e-6"
         ax.axhline(val, ls="--", lw=1.2, color=colours[(i + 2) % len(colours)], label=lab)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

@@ -108,11 +108,48 @@ def _steps(x, y) -> list[int]:
 
 
 _LOG: list | None = None
+_GPU = None          # a SimulatedGPU standing in for the real one (run_experiments(gpu=...))
+
+
+class SimulatedGPU:
+    """A stand-in GPU that answers with a profile's predictions (Algorithm 1).
+
+    ``run_experiments(gpu=SimulatedGPU("nvidia_gl"))`` runs the whole suite against the
+    model, which checks that the experiments and :func:`gpu_probe.fit.fit_profile` recover
+    a known profile (they recover every built-in one exactly) without any GPU.
+    """
+
+    def __init__(self, profile):
+        from meshopt_batch.profiles import get_profile
+
+        self.profile = get_profile(profile)
+        self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
+                     "vendor": "meshopt_batch.reuse", "version": "model"}
+        self.query = None
+
+    def measure_many(self, index_buffers, vertex_count=None, index_dtype=np.uint32, *,
+                     per_vertex=False, with_query=False, discard=True, varyings=0):
+        from meshopt_batch.reuse import predict
+
+        bufs = [np.asarray(b).reshape(-1) for b in index_buffers]
+        V = vertex_count if vertex_count is not None else int(max(b.max() for b in bufs)) + 1
+        tot, per = [], []
+        for b in bufs:
+            p = predict(b.reshape(-1, 3).astype(np.int64), self.profile, V,
+                        per_vertex=per_vertex)
+            tot.append(p.invocations)
+            if per_vertex:
+                per.append(p.shaded_per_vertex)
+        return (np.array(tot, np.int64), np.array(per) if per_vertex else None, None)
+
+
+def _gpu():
+    return _GPU if _GPU is not None else prober()
 
 
 def _measure(buffers, vertex_count=None, **kw):
     buffers = [np.asarray(b).reshape(-1) for b in buffers]
-    tot, per, q = prober().measure_many(buffers, vertex_count, **kw)
+    tot, per, q = _gpu().measure_many(buffers, vertex_count, **kw)
     if _LOG is not None:
         V = vertex_count if vertex_count is not None else int(max(b.max() for b in buffers)) + 1
         _LOG.append((buffers, tot.tolist(), V))
@@ -190,43 +227,51 @@ def batch_triplets(max_size: int, batches: int = 4) -> Experiment:
 
 # -- MAX_UNIQUES ----------------------------------------------------------------------------
 
-def _uniques_batch(n_new: int, size: int, base: int) -> np.ndarray:
-    """``n_new`` new vertices (``base``..) in triangles, then the last triangle repeated."""
-    seq = list(range(base, base + n_new))
-    while len(seq) % 3:
-        seq.append(base + n_new - 1)          # pad with the most recent vertex
-    last = seq[-3:]
-    while len(seq) + 3 <= size:
-        seq.extend(last)
-    return np.array(seq)
+def _uniques_buffer(n_new: int) -> tuple[np.ndarray, int]:
+    """``n_new`` new vertices in triangles, then the second-to-last triangle repeated.
+
+    When ``n_new`` is not a multiple of 3 the last triangle is padded with the last vertex
+    of the triangle before it. Returns the buffer and the cost if no batch was cut.
+    """
+    q, r = divmod(n_new, 3)
+    seq = list(range(3 * q))
+    prev = seq[-3:]
+    if r:
+        seq += list(range(3 * q, n_new)) + [3 * q - 1] * (3 - r)
+        prev = list(range(3 * q - 3, 3 * q))
+    else:
+        prev = list(range(3 * q - 6, 3 * q - 3))
+    return np.array(seq + prev), n_new
 
 
 @_recorded
-def uniques(max_size: int, batches: int = 3, step: int = 1,
-            max_n: int | None = None) -> Experiment:
-    """Batches filled with ``N`` new vertices then repeats of the last triangle.
+def uniques(max_size: int, max_n: int | None = None) -> Experiment:
+    """``N`` new vertices, then the second-to-last triangle again (paper 001 sec. 3.3).
 
-    Expected cost ``batches * N``; the first ``N`` that costs more exceeds ``MAX_UNIQUES``
-    (paper 001 sec. 3.3: NVIDIA fails at N = 33).
+    While all ``N`` vertices fit one batch the repeated triangle is reused (cost ``N``).
+    The first ``N`` that costs more is ``MAX_UNIQUES + 1``: the batch was cut before the
+    last triangle (NVIDIA: ``N = 33``). Beyond it the excess comes and goes as later cuts
+    move; ``N`` steps by 1 (a partial last triangle is padded with an earlier vertex), so
+    ``MAX_UNIQUES`` need not be a multiple of 3.
     """
     t0 = time.perf_counter()
-    top = min(max_n or max_size, max_size)
-    ns = list(range(3, top + 1, step))
+    top = max_size - 6 if max_n is None else min(max_n, max_size - 6)
+    ns = list(range(6, max(top, 6) + 1))
     bufs, expected = [], []
     for n in ns:
-        parts = [_uniques_batch(n, max_size, b * (top + 3)) for b in range(batches)]
-        bufs.append(np.concatenate(parts))
-        expected.append(batches * n)
-    tot, _, _ = _measure(bufs, batches * (top + 3))
+        b, e = _uniques_buffer(n)
+        bufs.append(b)
+        expected.append(e)
+    tot, _, _ = _measure(bufs, max(ns) + 1)
     y = tot.tolist()
     excess = [int(n) for n, m, e in zip(ns, y, expected) if m > e]
     max_uniques = excess[0] - 1 if excess else None
     return Experiment(
-        "uniques", "batches of N new vertices, then the last triangle repeated up to MAX_SIZE",
-        "N (new vertices per batch)", ns, y, expected, _steps(ns, [m - e for m, e in
-                                                                      zip(y, expected)]),
+        "uniques", "N new vertices, then the second-to-last triangle repeated",
+        "N (new vertices)", ns, y, expected,
+        _steps(ns, [m - e for m, e in zip(y, expected)]),
         {"max_uniques": max_uniques, "first_excess_n": excess[0] if excess else None},
-        {"batches": batches}, time.perf_counter() - t0,
+        {"excess_at": excess[:50]}, time.perf_counter() - t0,
     )
 
 
@@ -554,7 +599,8 @@ class ExperimentSuite:
                    d.get("seconds", 0.0))
 
 
-def run_experiments(only=None, max_indices: int = 3300, progress=None) -> ExperimentSuite:
+def run_experiments(only=None, max_indices: int = 3300, progress=None,
+                    gpu: SimulatedGPU | None = None) -> ExperimentSuite:
     """Run the experiment suite on this machine's GPU.
 
     Parameters
@@ -566,9 +612,20 @@ def run_experiments(only=None, max_indices: int = 3300, progress=None) -> Experi
         Longest staircase draw (must show at least one step for the later experiments).
     progress : callable, optional
         Called with each experiment's name before it runs.
+    gpu : SimulatedGPU, optional
+        Run against a model instead of this machine's GPU.
     """
+    global _GPU
     t0 = time.perf_counter()
-    p = prober()
+    outer, _GPU = _GPU, gpu
+    try:
+        return _run_suite(only, max_indices, progress, t0)
+    finally:
+        _GPU = outer
+
+
+def _run_suite(only, max_indices, progress, t0) -> ExperimentSuite:
+    p = _gpu()
     names = list(EXPERIMENTS) if only is None else [n for n in EXPERIMENTS if n in set(only)]
     if "staircase" not in names:
         names.insert(0, "staircase")
@@ -581,7 +638,8 @@ def run_experiments(only=None, max_indices: int = 3300, progress=None) -> Experi
             out[name] = fn(*a, **kw)
 
     run("staircase", staircase, max_indices)
-    ms = out["staircase"].derived["max_size"] or max_indices
+    # no staircase step: no batches (a global cache); probe retention over 1026 indices
+    ms = out["staircase"].derived["max_size"] or min(max_indices, 1026)
     run("batch_triplets", batch_triplets, ms)
     run("uniques", uniques, ms)
     mu = (out["uniques"].derived["max_uniques"] if "uniques" in out else None) or ms
