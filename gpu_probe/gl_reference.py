@@ -264,6 +264,13 @@ class GLCounts:
     depth: np.ndarray         # float32 (H, W): final depth buffer
     viewport_exact: bool      # no vertex was outside the guard-band viewport
     renderer: str
+    draw: np.ndarray | None = None  # int32 (N,): draw index of each triangle
+
+    def shaded_per_draw(self) -> np.ndarray:
+        """Fragments shaded per draw (the per-triangle atomics summed over each draw)."""
+        if self.draw is None or not self.draw.size:
+            return np.zeros(0, np.int64)
+        return np.bincount(self.draw, weights=self.shaded_per_tri).astype(np.int64)
 
 
 def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
@@ -329,7 +336,7 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
             obj.release()
     return GLCounts(shaded=shaded, covered=covered, shaded_per_tri=shaded_tri,
                     covered_per_tri=covered_tri, depth=depth, viewport_exact=vp.exact,
-                    renderer=renderer())
+                    renderer=renderer(), draw=frame.draw)
 
 
 class GLImageRenderer:

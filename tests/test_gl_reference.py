@@ -140,6 +140,8 @@ def test_gl_image_renderer_runs():
     counts = render_counts(f)
     assert counts.shaded_per_tri.sum() == counts.shaded.sum()
     assert counts.covered_per_tri.sum() == counts.covered.sum()
+    per_draw = counts.shaded_per_draw()
+    assert per_draw.sum() == counts.shaded.sum() and len(per_draw) == f.draw.max() + 1
 
 
 def _shipped_scenes():
