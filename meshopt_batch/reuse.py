@@ -237,7 +237,9 @@ def _referenced(tris, vertex_count):
     return count
 
 
-@njit(cache=True)
+# Not cached on disk: numba's cache of functions taking compiled functions as arguments can
+# break on stale entries ("underlying object has vanished"); compiling costs well under a second.
+@njit(cache=False)
 def _predict(lookup, touch, forget, tris, size, max_size, max_uniques, bound16, scalars, per_vertex,
              table, batch_starts, shaded):
     """Algorithm 1 over a whole index buffer; returns (invocations, batches)."""
