@@ -222,8 +222,8 @@ def _simulate(seq: _Seq, params: DSRParams, threshold: float, use_locmin: bool):
     return samples / (f_n * seq.weight.sum()), worst, errors
 
 
-def search_parameters(sequences, thresholds=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
-                      diagonals=(1, 2, 3, 4, 6, 8, 12), threshold: float = MSSIM_THRESHOLD,
+def search_parameters(sequences, thresholds=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+                      diagonals=(1, 2, 4, 8, 12, 16), threshold: float = MSSIM_THRESHOLD,
                       sweeps: int = 2, start: DSRParams | None = None, tile: int = 16):
     """Per-transition ``(T, D)`` with the lowest average sampling rate and no erroneous frame.
 
@@ -268,7 +268,8 @@ def search_parameters(sequences, thresholds=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 4
             best = (cost(params, True), params.increase[i])
             for v in grid:
                 c = cost(replace(params, "increase", i, v), True)
-                if c < best[0] or (c == best[0] and v[0] < best[1][0]):
+                # on a tie keep the least eager increase (the Local Minimum hides the difference)
+                if c < best[0] or (c == best[0] and c < np.inf and v[0] > best[1][0]):
                     best = (c, v)
             params = replace(params, "increase", i, best[1])
     # Step 2: reduce pairs, increase fixed.  Start from "never reduce" (T = 0).
@@ -344,6 +345,8 @@ class DSR(Technique):
 
     name = "dsr"
     exact = False
+    #: how the pipeline folds this technique's per-frame extras into the run's totals
+    aggregate = {"mssim": "min", "samples_per_pixel": "mean"}
 
     def __init__(self, params: DSRParams | None = None, quality: bool = True):
         self._params, self._quality = params, quality

@@ -293,6 +293,9 @@ class EVR(Technique):
     and the per-(tile, triangle) visibility (prediction accuracy).
     """
 
+    aggregate = {"occlusion_prediction_accuracy": "mean", "mssim": "min",
+                 "samples_per_pixel": "mean"}
+
     def __init__(self, re: bool = False, dsr: bool = False, dsr_params=None, quality: bool = True,
                  paper_exclusion: bool = False):
         self.use_re, self.use_dsr = bool(re), bool(dsr)

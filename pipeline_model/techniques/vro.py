@@ -259,6 +259,8 @@ class VRO(Technique):
     early-depth comparisons, so the graph of a frame holds the edges of its rendered tiles only.
     """
 
+    aggregate = {"vro_nodes": "mean", "vro_edges": "mean"}
+
     def __init__(self, re: bool = False):
         self.use_re = bool(re)
         self.name = "vro+re" if re else "vro"
