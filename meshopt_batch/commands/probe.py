@@ -155,6 +155,8 @@ def run(args) -> int:
         args.fit = True
     if args.fit:
         args.experiments = True
+    if args.raw and not args.experiments:
+        raise MeshoptBatchError("--raw needs --experiments or --fit")
     profiles = args.profiles or builtin_profile_names()
     for spec in profiles:
         get_profile(spec)
@@ -188,10 +190,8 @@ def run(args) -> int:
                       "reproduction_draws": sum(v["draws"] for v in res.reproduction.values()),
                       "verification": (res.verification.summary()
                                        if res.verification is not None else None)}
-    if args.raw and suite is not None:
+    if args.raw:
         _atomic_write(args.raw, json.dumps(suite.to_dict()) + "\n")
-    elif args.raw:
-        raise MeshoptBatchError("--raw needs --experiments or --fit")
     if args.save_profile:
         _atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
     if not args.mesh and not args.experiments:
