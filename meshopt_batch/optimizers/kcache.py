@@ -47,6 +47,10 @@ WEIGHT_C2 = 0.5
 WEIGHT_C3 = 1.3
 #: Fans longer than this are left in index order (ordering them is quadratic in valence).
 _MAX_FAN_SORT = 64
+#: The predictive simulation of a candidate covers at most this many of its remaining
+#: triangles (``C1`` and ``C2`` over the same ones), so a vertex of huge valence that stays
+#: cached does not make every focus choice cost O(valence); ordinary meshes never reach it.
+_MAX_SIMULATED_FACES = 64
 
 
 @njit(cache=True)
@@ -134,19 +138,35 @@ def _bucket_push(v, c, head, nxt, prv):
     head[c] = v
 
 
+@njit(cache=True, inline="always")
+def _corner_of(tris, g, v):
+    """First corner of face ``g`` that holds vertex ``v``."""
+    if tris[g, 0] == v:
+        return 0
+    if tris[g, 1] == v:
+        return 1
+    return 2
+
+
 @njit(cache=True)
-def _kcache(tris, offsets, faces, vertex_count, k, w2, w3):
+def _kcache(tris, offsets, faces, vertex_count, k, w2, w3, sim_cap):
     t_count = tris.shape[0]
     order = np.empty(t_count, np.int64)
     written = 0
-    emitted = np.zeros(t_count, np.bool_)
 
+    # live adjacency: adj[offsets[v] : offsets[v] + live[v]] are v's remaining faces, in fan
+    # order; pos[g, c] is where face g sits in the list of its corner-c vertex
+    adj = faces.copy()
     live = np.empty(vertex_count, np.int64)
+    pos = np.zeros((t_count, 3), np.int64)
     max_valence = 0
     for v in range(vertex_count):
         live[v] = offsets[v + 1] - offsets[v]
         if live[v] > max_valence:
             max_valence = live[v]
+        for j in range(offsets[v], offsets[v + 1]):
+            g = adj[j]
+            pos[g, _corner_of(tris, g, v)] = j
 
     # white-vertex buckets by remaining triangle count (doubly linked, LIFO)
     head = np.full(max_valence + 1, -1, np.int64)
@@ -166,23 +186,25 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3):
     sim_seq = np.zeros(vertex_count, np.int64)
     sim_gen = np.zeros(vertex_count, np.int64)
     gen = 0
+    fill = np.empty(max_valence + 1, np.int64)
 
     while written < t_count:
-        # ---- 1. focus vertex
+        # ---- 1. focus vertex: the cached vertex whose predicted cost is lowest
         focus = -1
         best_cost = 1e300
         best_c1 = 0
         first = pushes - k if pushes > k else 0
         for p in range(first, pushes):
             u = ring[p % k]
-            if live[u] <= 0:
+            n_u = live[u]
+            if n_u <= 0:
                 continue
             gen += 1
             m = 0
-            for j in range(offsets[u], offsets[u + 1]):
-                f = faces[j]
-                if emitted[f]:
-                    continue
+            base = offsets[u]
+            n_sim = n_u if n_u < sim_cap else sim_cap
+            for j in range(base, base + n_sim):
+                f = adj[j]
                 for i in range(3):
                     w = tris[f, i]
                     s = sim_seq[w] if sim_gen[w] == gen else seq[w]
@@ -195,7 +217,7 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3):
                 c3 = 1.0
             else:
                 c3 = (k - ((pushes + m - 1) - su)) / k
-            cost = m - w2 * live[u] + w3 * c3
+            cost = m - w2 * n_sim + w3 * c3
             if cost < best_cost or (cost == best_cost and m < best_c1):
                 best_cost = cost
                 best_c1 = m
@@ -209,10 +231,8 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3):
             focus = head[c]
 
         # ---- 2. render the focus's remaining triangles in fan order
-        for j in range(offsets[focus], offsets[focus + 1]):
-            f = faces[j]
-            if emitted[f]:
-                continue
+        while live[focus] > 0:
+            f = adj[offsets[focus]]
             for i in range(3):
                 w = tris[f, i]
                 if seq[w] >= pushes - k:
@@ -221,35 +241,50 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3):
                 seq[w] = pushes
                 pushes += 1
                 # fill-in: triangles around w that are now fully cached cost nothing
-                for jj in range(offsets[w], offsets[w + 1]):
-                    g = faces[jj]
-                    if g == f or emitted[g]:
-                        continue
-                    if (seq[tris[g, 0]] >= pushes - k and seq[tris[g, 1]] >= pushes - k
-                            and seq[tris[g, 2]] >= pushes - k):
-                        emitted[g] = True
-                        order[written] = g
-                        written += 1
-                        min_bucket = _retire(tris, g, live, head, nxt, prv, min_bucket)
-            emitted[f] = True
+                n_fill = 0
+                for jj in range(offsets[w], offsets[w] + live[w]):
+                    g = adj[jj]
+                    if g != f and (seq[tris[g, 0]] >= pushes - k and seq[tris[g, 1]] >= pushes - k
+                                   and seq[tris[g, 2]] >= pushes - k):
+                        fill[n_fill] = g
+                        n_fill += 1
+                for q in range(n_fill):
+                    g = fill[q]
+                    order[written] = g
+                    written += 1
+                    min_bucket = _retire(tris, g, adj, offsets, live, pos, head, nxt, prv, min_bucket)
             order[written] = f
             written += 1
-            min_bucket = _retire(tris, f, live, head, nxt, prv, min_bucket)
+            min_bucket = _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket)
         # ---- 3. the focus is black now (live[focus] == 0)
     return order
 
 
-@njit(cache=True, inline="always")
-def _retire(tris, f, live, head, nxt, prv, min_bucket):
-    """Triangle ``f`` was emitted: one triangle less around each of its distinct vertices."""
+@njit(cache=True)
+def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
+    """Face ``f`` was emitted: drop it from the live list of each of its distinct vertices
+    (order kept for fans that were sorted, swap-removal for longer ones) and re-bucket them."""
     a = tris[f, 0]
     b = tris[f, 1]
-    c = tris[f, 2]
     for i in range(3):
-        v = a if i == 0 else (b if i == 1 else c)
+        v = tris[f, i]
         if (i == 1 and v == a) or (i == 2 and (v == a or v == b)):
             continue
+        base = offsets[v]
         n = live[v]
+        last = base + n - 1
+        j = pos[f, i]
+        if offsets[v + 1] - base <= _MAX_FAN_SORT:
+            for q in range(j, last):
+                g = adj[q + 1]
+                adj[q] = g
+                pos[g, _corner_of(tris, g, v)] = q
+        else:
+            g = adj[last]
+            adj[j] = g
+            pos[g, _corner_of(tris, g, v)] = j
+        adj[last] = f
+        pos[f, i] = last
         _bucket_remove(v, n, head, nxt, prv)
         live[v] = n - 1
         if n > 1:
@@ -271,7 +306,7 @@ def _order(tris, vcount, cache_size):
         return np.zeros(0, np.int64)
     offsets, faces = vertex_faces(tris, vcount)
     _sort_fans(tris, offsets, faces)
-    return _kcache(tris, offsets, faces, vcount, k, WEIGHT_C2, WEIGHT_C3)
+    return _kcache(tris, offsets, faces, vcount, k, WEIGHT_C2, WEIGHT_C3, _MAX_SIMULATED_FACES)
 
 
 def optimize_kcache(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
