@@ -110,7 +110,7 @@ from numba.extending import intrinsic
 
 from .binning import TileLists, fixed_point_xy
 from .frame import FrameGeometry
-from .shading import shade_rgb
+from .shading import shade_scalar
 
 __all__ = ["RasterResult", "render_frame", "setup_triangles", "DEPTH_FUNCS", "COUNTER_NAMES",
            "depth_at", "covers"]
@@ -351,11 +351,27 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     tcol[yy, xx, 0] = clear_col[0]
                     tcol[yy, xx, 1] = clear_col[1]
                     tcol[yy, xx, 2] = clear_col[2]
-                    towner[yy, xx] = -1
-                    tobj[yy, xx] = -1
-                    tclaim[yy, xx] = False
-                    twriter[yy, xx] = -1
-                    twtri[yy, xx] = -1
+            # auxiliary tile buffers only when an option reads them
+            if hsr:
+                for yy in range(th):
+                    for xx in range(tw):
+                        towner[yy, xx] = -1
+            if rec_occ:
+                for yy in range(th):
+                    for xx in range(tw):
+                        tobj[yy, xx] = -1
+            if use_prefill:
+                for yy in range(th):
+                    for xx in range(tw):
+                        tclaim[yy, xx] = False
+            if rec_writer:
+                for yy in range(th):
+                    for xx in range(tw):
+                        twriter[yy, xx] = -1
+            if tie_prog:
+                for yy in range(th):
+                    for xx in range(tw):
+                        twtri[yy, xx] = -1
             s0 = offsets[ti]
             s1 = offsets[ti + 1]
             n_rast_t = 0
@@ -396,6 +412,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 obj = dobj[d]
                 count = mode != 2  # fragments are counted as rasterized once
                 shade_pass = mode != 1
+                fast = mode == 0 and b == 1 and not rec_vis and not rec_occ
                 # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
                 nbx = (tw + b - 1) // b
                 nby = (th + b - 1) // b
@@ -440,6 +457,11 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 cr = np.float64(p[0])
                 cg = np.float64(p[1])
                 cb = np.float64(p[2])
+                cr1 = np.float64(p[3])
+                cg1 = np.float64(p[4])
+                cb1 = np.float64(p[5])
+                cf = np.float64(p[6])
+                cfl = np.float64(p[7])
                 u0 = attr[t, 0, 0]
                 u1 = attr[t, 1, 0]
                 u2 = attr[t, 2, 0]
@@ -488,6 +510,55 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         continue
                     fy = np.float32(syg / 256.0)
                     py1 = min(by0 + b, th)
+                    if fast:
+                        # the common case (full rate, program-order pass, nothing recorded)
+                        gy = y0t + by0
+                        for jj in range(lo, hi + 1):
+                            bx0 = j0 + jj
+                            fx = np.float32(x0t + bx0)
+                            z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                            if z < zero32:
+                                z = zero32
+                            elif z > one32:
+                                z = one32
+                            n_rast += 1
+                            covered_pp[gy, x0t + bx0] += 1
+                            if dtest:
+                                stored = tdepth[by0, bx0]
+                                passed = _cmp(depth_func, z, stored)
+                                if tie_prog and z == stored:
+                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                if not passed:
+                                    n_kill += 1
+                                    continue
+                                if dwrite:
+                                    tdepth[by0, bx0] = z
+                                    twtri[by0, bx0] = t
+                            n_shade += 1
+                            if const_colour:
+                                r = cr
+                                g = cg
+                                bb = cb
+                            else:
+                                l2 = np.float64(e0 + sa0 * jj - bi0) * w2
+                                l0 = np.float64(e1 + sa1 * jj - bi1) * w0
+                                l1 = np.float64(e2 + sa2 * jj - bi2) * w1
+                                inv = 1.0 / (l0 + l1 + l2)
+                                u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
+                                v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
+                                lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
+                                r, g, bb = shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
+                            shaded_pp[gy, x0t + bx0] += 1
+                            if blend:
+                                tcol[by0, bx0, 0] = r * alpha + tcol[by0, bx0, 0] * beta
+                                tcol[by0, bx0, 1] = g * alpha + tcol[by0, bx0, 1] * beta
+                                tcol[by0, bx0, 2] = bb * alpha + tcol[by0, bx0, 2] * beta
+                            else:
+                                tcol[by0, bx0, 0] = r
+                                tcol[by0, bx0, 1] = g
+                                tcol[by0, bx0, 2] = bb
+                                twriter[by0, bx0] = en
+                        continue
                     for jj in range(lo, hi + 1):
                         j = j0 + jj
                         bx0 = j * b
@@ -589,7 +660,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
                             v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
                             lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
-                            r, g, bb = shade_rgb(kind, p, u, v, lt)
+                            r, g, bb = shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
                         if b == 1:
                             shaded_pp[y0t + by0, x0t + bx0] += 1
                             if blend:

@@ -27,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["AMBIENT", "hash2", "value_noise", "shade_rgb", "shade_image"]
+__all__ = ["AMBIENT", "hash2", "value_noise", "shade_rgb", "shade_scalar", "shade_image"]
 
 AMBIENT = 0.2
 
@@ -68,15 +68,11 @@ def value_noise(x, y):
 
 
 @numba.njit(cache=True, nogil=True)
-def shade_rgb(kind, p, u, v, light):
-    """RGB in [0, 1] (float64 triple) of one fragment. ``p`` is the draw's colour_params row."""
-    r0 = np.float64(p[0])
-    g0 = np.float64(p[1])
-    b0 = np.float64(p[2])
+def shade_scalar(kind, r0, g0, b0, r1, g1, b1, f, flags, u, v, light):
+    """:func:`shade_rgb` with the colour parameters as scalars (the raster's inner loop)."""
     if kind == 4:
         k = AMBIENT + (1.0 - AMBIENT) * light
         return r0 * k, g0 * k, b0 * k
-    f = np.float64(p[6])
     t = 0.0
     if kind == 1:
         s = np.int64(math.floor(u * f)) + np.int64(math.floor(v * f))
@@ -85,15 +81,23 @@ def shade_rgb(kind, p, u, v, light):
         t = np.float64(np.int64(math.floor((u + v) * f)) & 1)
     elif kind == 3:
         t = value_noise(u * f, v * f)
-    r = r0 + (np.float64(p[3]) - r0) * t
-    g = g0 + (np.float64(p[4]) - g0) * t
-    b = b0 + (np.float64(p[5]) - b0) * t
-    if p[7] > 0:
+    r = r0 + (r1 - r0) * t
+    g = g0 + (g1 - g0) * t
+    b = b0 + (b1 - b0) * t
+    if flags > 0:
         k = AMBIENT + (1.0 - AMBIENT) * light
         r *= k
         g *= k
         b *= k
     return r, g, b
+
+
+@numba.njit(cache=True, nogil=True)
+def shade_rgb(kind, p, u, v, light):
+    """RGB in [0, 1] (float64 triple) of one fragment. ``p`` is the draw's colour_params row."""
+    return shade_scalar(kind, np.float64(p[0]), np.float64(p[1]), np.float64(p[2]),
+                        np.float64(p[3]), np.float64(p[4]), np.float64(p[5]),
+                        np.float64(p[6]), np.float64(p[7]), u, v, light)
 
 
 @numba.njit(cache=True)
