@@ -71,7 +71,7 @@ from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..profiles import Profile, get_profile
-from ..reuse import (KIND_DIRECT, KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX, KIND_LRU, S_MIXED,
+from ..reuse import (KIND_DIRECT, KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX, KIND_LRU, S_BATCH_START, S_MIXED,
                      as_index_array, direct_lookup, direct_touch, dx_lookup, dx_touch, fifo_lookup,
                      fifo_touch, lookback_lookup, lookback_touch, lru_lookup, lru_touch, mem_new_batch,
                      memory_code, new_memory, note_block, predict)
@@ -92,10 +92,10 @@ DEFAULT_OPTIONS = {"rotate": True, "n_mode": "flag", "n_neighbourhood": "vertex"
  P_PVW, P_BATCHED, P_NEDGE, P_KIND, P_DCAP, P_DBALL, P_LOOKAHEAD, P_LEN) = range(18)
 # --- scalar state ST ---------------------------------------------------------------------------
 (ST_EMITTED, ST_SIZE, ST_UNIQ, ST_STEP, ST_RS, ST_BF, ST_DL, ST_FSTAMP, ST_BATCHES, ST_INVOC,
- ST_NTOUCH, ST_CLOSES, ST_LEN) = range(13)
+ ST_NTOUCH, ST_CLOSES, ST_NCAND, ST_LEN) = range(14)
 # --- per-face work rows W[row, t] --------------------------------------------------------------
 (W_EMITTED, W_DIST, W_DLIN, W_NFLAG, W_ACC, W_ACCMARK, W_TOUCHED, W_OUTF, W_OUTD, W_FMARK,
- W_FDIST, W_ORDER, W_DL, W_ROT, W_RCOUNT, W_ROWS) = range(16)
+ W_FDIST, W_ORDER, W_DL, W_ROT, W_RCOUNT, W_CAND, W_CPOS, W_ROWS) = range(18)
 
 N_FLAG, N_COUNT = 0, 1
 
@@ -170,6 +170,31 @@ def _acc_add(W, ST, f, d):
 
 
 @njit(cache=True)
+def _cand_remove(W, ST, f):
+    k = W[f, W_CPOS]
+    last = W[ST[ST_NCAND] - 1, W_CAND]
+    W[k, W_CAND] = last
+    W[last, W_CPOS] = k
+    W[f, W_CPOS] = -1
+    ST[ST_NCAND] -= 1
+
+
+@njit(cache=True)
+def _rc_change(W, ST, f, delta):
+    """Change the count of reusable vertices of face ``f``; keep the list of faces that
+    reuse exactly two (the lookahead's candidates) current."""
+    old = W[f, W_RCOUNT]
+    new = old + delta
+    W[f, W_RCOUNT] = new
+    if new == 2:
+        W[ST[ST_NCAND], W_CAND] = f
+        W[f, W_CPOS] = ST[ST_NCAND]
+        ST[ST_NCAND] += 1
+    elif old == 2:
+        _cand_remove(W, ST, f)
+
+
+@njit(cache=True)
 def _flush(W, ST):
     """Turn the step's accumulated changes into the output list; returns its length."""
     n = 0
@@ -231,11 +256,48 @@ def _trial(tris, t, rot, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
 
 
 @njit(cache=True)
+def _lookback_added(tris, t, r, pos, batch_start, window, pv):
+    """Vertices triangle ``t`` (rotated by ``r``) would shade under look-back retention.
+
+    Look-back lookups do not depend on each other except for a vertex repeated inside the
+    triangle, so no state has to be touched and rolled back (same answer as :func:`_trial`).
+    """
+    added = 0
+    for i in range(3):
+        v = tris[t, (i + r) % 3]
+        dup = False
+        for j in range(i):
+            if tris[t, (j + r) % 3] == v and i - j <= window:
+                dup = True
+        if dup:
+            continue
+        last = pv[v]
+        if not (last >= batch_start and pos + i - last <= window):
+            added += 1
+    return added
+
+
+@njit(cache=True)
 def _choose_rotation(tris, t, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
     """Rotation (0, 1, 2) of ``t`` that fits the batch with the fewest new vertices, or -1."""
     best = -1
     best_added = 4
     nrot = 3 if P[P_ROTATE] != 0 else 1
+    if P[P_KIND] == KIND_LOOKBACK and P[P_BOUND16] == 0:
+        maxs = P[P_MAXSIZE]
+        maxu = P[P_MAXUNIQ]
+        if maxs > 0 and ST[ST_SIZE] + 2 > maxs:
+            return -1
+        pos = 3 * ST[ST_EMITTED]
+        bs = scalars[S_BATCH_START]
+        for r in range(nrot):
+            a = _lookback_added(tris, t, r, pos, bs, P[P_MEMSIZE], pv)
+            if (maxu == 0 or ST[ST_UNIQ] + a <= maxu) and a < best_added:
+                best = r
+                best_added = a
+                if a == 0:
+                    break
+        return best
     for r in range(nrot):
         a = _trial(tris, t, r, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab)
         if a >= 0 and a < best_added:
@@ -271,7 +333,7 @@ def _completes(w, rcount, emitted_row, voff, vfaces):
 
 @njit(cache=True)
 def _select(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces,
-            rs, inrs, gmark, gval):
+            rs, inrs, gmark, gval, rspos):
     """Pick the triangle to emit given the queue's top ``t``: ``(face, rotation)`` or ``(-1, -1)``
     when the batch must close.
 
@@ -286,7 +348,6 @@ def _select(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_
         emitted_row = W[:, W_EMITTED]
         ST[ST_FSTAMP] += 1
         s = ST[ST_FSTAMP]
-        fmark = W[:, W_FMARK]
         w = _missing_vertex(tris, t, inrs)
         if w < 0:  # a degenerate triangle with both its vertices reusable: free
             best_g = 1 << 40
@@ -295,27 +356,26 @@ def _select(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_
             gmark[w] = s
             gval[w] = best_g
         best_p = prio[t]
-        fmark[t] = s
-        for j in range(ST[ST_RS]):
-            v = rs[j]
-            for q in range(voff[v], voff[v + 1]):
-                f = vfaces[q]
-                if fmark[f] == s or emitted_row[f] != 0 or rcount[f] != 2:
-                    continue
-                fmark[f] = s
-                wf = _missing_vertex(tris, f, inrs)
-                if wf < 0:
-                    g = 1 << 40
-                elif gmark[wf] == s:
-                    g = gval[wf]
-                else:
-                    g = _completes(wf, rcount, emitted_row, voff, vfaces)
-                    gmark[wf] = s
-                    gval[wf] = g
-                if g > best_g or (g == best_g and (prio[f] > best_p or (prio[f] == best_p and face != t and f < face))):
-                    best_g = g
-                    best_p = prio[f]
-                    face = f
+        # the candidates: every remaining face with exactly two reusable vertices; the
+        # result does not depend on their order (ties go to the top, then the lowest index)
+        for k in range(ST[ST_NCAND]):
+            f = W[k, W_CAND]
+            if f == t:
+                continue
+            wf = _missing_vertex(tris, f, inrs)
+            if wf < 0:
+                g = 1 << 40
+            elif gmark[wf] == s:
+                g = gval[wf]
+            else:
+                g = _completes(wf, rcount, emitted_row, voff, vfaces)
+                gmark[wf] = s
+                gval[wf] = g
+            if g > best_g or (g == best_g and (prio[f] > best_p or (prio[f] == best_p and face != t
+                                                                     and f < face))):
+                best_g = g
+                best_p = prio[f]
+                face = f
     rot = _choose_rotation(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab)
     if rot < 0 and face != t:
         face = t
@@ -425,7 +485,7 @@ def _distance_terms_radius(t, P, ST, W, aoff, adj, bfsq):
 
 @njit(cache=True)
 def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
-          rs, inrs, bf, flist, bfsq):
+          rs, inrs, bf, flist, bfsq, rspos):
     """Add ``t`` to the batch (Algorithm 2, lines 14-31); returns the number of changes."""
     kr = P[P_KR]
     kv = P[P_KV]
@@ -437,6 +497,8 @@ def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
     W[k, W_ORDER] = t
     W[k, W_ROT] = rot
     W[t, W_EMITTED] = 1
+    if W[t, W_CPOS] >= 0:
+        _cand_remove(W, ST, t)
     added = 0
     for i in range(3):
         v = np.int64(tris[t, (i + rot) % 3])
@@ -465,7 +527,7 @@ def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
             if W[f, W_EMITTED] == 0:
                 _acc_add(W, ST, f, d)
                 if entering:
-                    W[f, W_RCOUNT] += 1
+                    _rc_change(W, ST, f, 1)
     # lines 21-24: D
     if P[P_KD] != 0:
         if P[P_DBALL] != 0:
@@ -477,31 +539,81 @@ def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
         v = tris[t, i]
         if inrs[v] == 0:
             inrs[v] = 1
+            rspos[v] = ST[ST_RS]
             rs[ST[ST_RS]] = v
             ST[ST_RS] += 1
-    # lines 26-31: forgotten vertices
+    # lines 26-31: forgotten vertices (in the order of the reusable list)
     nxt = pos + 3
-    keep = 0
     count_mode = P[P_NMODE] == N_COUNT
-    for j in range(ST[ST_RS]):
-        v = rs[j]
-        if _reusable(P, scalars, pv, table, v, nxt):
-            rs[keep] = v
-            keep += 1
-        else:
+    d = -kr + (kn if count_mode else 0)
+    if P[P_KIND] == KIND_LOOKBACK and P[P_BOUND16] == 0:
+        # look-back: only the vertices at the three positions that just left the window
+        window = P[P_MEMSIZE]
+        n_out = 0
+        for p in range(max(pos - window, scalars[S_BATCH_START]), max(pos + 3 - window, 0)):
+            k = p // 3
+            v = tris[W[k, W_ORDER], (p % 3 + W[k, W_ROT]) % 3]
+            if inrs[v] != 0 and not _reusable(P, scalars, pv, table, v, nxt):
+                dup = False
+                for j in range(n_out):
+                    if flist[j] == v:
+                        dup = True
+                if not dup:
+                    flist[n_out] = v
+                    n_out += 1
+        # sort by list position (at most three)
+        for a_ in range(n_out):
+            for b_ in range(a_ + 1, n_out):
+                if rspos[flist[b_]] < rspos[flist[a_]]:
+                    tmp = flist[a_]
+                    flist[a_] = flist[b_]
+                    flist[b_] = tmp
+        for j in range(n_out):
+            v = flist[j]
             inrs[v] = 0
-            d = -kr + (kn if count_mode else 0)
             for q in range(voff[v], voff[v + 1]):
                 f = vfaces[q]
                 if W[f, W_EMITTED] == 0:
                     _acc_add(W, ST, f, d)
-                    W[f, W_RCOUNT] -= 1
-    ST[ST_RS] = keep
+                    _rc_change(W, ST, f, -1)
+        if ST[ST_RS] > 4 * window + 16:
+            _compact_rs(rs, rspos, inrs, ST)
+    else:
+        keep = 0
+        for j in range(ST[ST_RS]):
+            v = rs[j]
+            if inrs[v] == 0 or rspos[v] != j:
+                continue
+            if _reusable(P, scalars, pv, table, v, nxt):
+                rs[keep] = v
+                rspos[v] = keep
+                keep += 1
+            else:
+                inrs[v] = 0
+                for q in range(voff[v], voff[v + 1]):
+                    f = vfaces[q]
+                    if W[f, W_EMITTED] == 0:
+                        _acc_add(W, ST, f, d)
+                        _rc_change(W, ST, f, -1)
+        ST[ST_RS] = keep
     return _flush(W, ST)
 
 
 @njit(cache=True)
-def _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts):
+def _compact_rs(rs, rspos, inrs, ST):
+    """Drop the entries of forgotten vertices from the reusable list, keeping its order."""
+    keep = 0
+    for j in range(ST[ST_RS]):
+        v = rs[j]
+        if inrs[v] != 0 and rspos[v] == j:
+            rs[keep] = v
+            rspos[v] = keep
+            keep += 1
+    ST[ST_RS] = keep
+
+
+@njit(cache=True)
+def _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts, rspos):
     """Batch boundary (Algorithm 2, lines 33-41); returns the number of changes."""
     kr = P[P_KR]
     kn = P[P_KN]
@@ -509,12 +621,14 @@ def _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf,
     d = -kr + (kn if count_mode else 0)
     for j in range(ST[ST_RS]):
         v = rs[j]
+        if inrs[v] == 0 or rspos[v] != j:
+            continue
         inrs[v] = 0
         for q in range(voff[v], voff[v + 1]):
             f = vfaces[q]
             if W[f, W_EMITTED] == 0:
                 _acc_add(W, ST, f, d)
-                W[f, W_RCOUNT] -= 1
+                _rc_change(W, ST, f, -1)
     ST[ST_RS] = 0
     for j in range(ST[ST_DL]):
         f = W[j, W_DL]
@@ -554,26 +668,81 @@ def _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf,
 # fast driver: exact bucket queue, compiled
 # ================================================================================================
 
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def _bit_set(bits, b):
+    bits[b >> 6] |= _ONE << np.uint64(b & 63)
+
+
+@njit(cache=True, inline="always")
+def _bit_clear(bits, b):
+    bits[b >> 6] &= ~(_ONE << np.uint64(b & 63))
+
+
 @njit(cache=True)
-def _bq_unlink(head, nxt, prv, prio, base, f):
+def _highest_bit(word):
+    r = 0
+    if word >> np.uint64(32):
+        word >>= np.uint64(32)
+        r += 32
+    if word >> np.uint64(16):
+        word >>= np.uint64(16)
+        r += 16
+    if word >> np.uint64(8):
+        word >>= np.uint64(8)
+        r += 8
+    if word >> np.uint64(4):
+        word >>= np.uint64(4)
+        r += 4
+    if word >> np.uint64(2):
+        word >>= np.uint64(2)
+        r += 2
+    if word >> np.uint64(1):
+        r += 1
+    return r
+
+
+@njit(cache=True)
+def _bq_top(bits, top):
+    """Highest non-empty bucket at or below ``top`` (one bit per bucket, 64 per word)."""
+    w = top >> 6
+    k = top & 63
+    word = bits[w]
+    if k < 63:
+        word &= (_ONE << np.uint64(k + 1)) - _ONE
+    while word == 0:
+        w -= 1
+        word = bits[w]
+    return (w << 6) + _highest_bit(word)
+
+
+@njit(cache=True)
+def _bq_unlink(head, bits, nxt, prv, prio, base, f):
     n = nxt[f]
     p = prv[f]
     if p >= 0:
         nxt[p] = n
     else:
-        head[prio[f] - base] = n
+        b = prio[f] - base
+        head[b] = n
+        if n < 0:
+            _bit_clear(bits, b)
     if n >= 0:
         prv[n] = p
 
 
 @njit(cache=True)
-def _bq_push_front(head, nxt, prv, prio, base, f):
+def _bq_push_front(head, bits, nxt, prv, prio, base, f):
     b = prio[f] - base
     h = head[b]
     nxt[f] = h
     prv[f] = -1
     if h >= 0:
         prv[h] = f
+    else:
+        _bit_set(bits, b)
     head[b] = f
     return b
 
@@ -592,50 +761,56 @@ def _bq_regrow(head, base, lo, hi):
     shift = old_lo - new_lo
     for b in range(head.shape[0]):
         out[b + shift] = head[b]
-    return out, new_lo
+    bits = np.zeros((out.shape[0] >> 6) + 1, np.uint64)
+    for b in range(out.shape[0]):
+        if out[b] >= 0:
+            _bit_set(bits, b)
+    return out, bits, new_lo
 
 
 @njit(cache=True)
 def _run_fast(tris, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab,
-              voff, vfaces, aoff, adj, rs, inrs, bf, flist, bfsq, bstarts, gmark, gval):
+              voff, vfaces, aoff, adj, rs, inrs, bf, flist, bfsq, bstarts, gmark, gval, rspos):
     t_count = tris.shape[0]
-    nxt = np.full(t_count, -1, np.int64)
-    prv = np.full(t_count, -1, np.int64)
+    nxt = np.empty(t_count, np.int64)
+    prv = np.empty(t_count, np.int64)
     lo = prio.min()
     hi = prio.max()
     margin = 3 * abs(P[P_KR]) + 64
     base = lo - margin
     head = np.full(hi - lo + 2 * margin + 1, -1, np.int64)
+    bits = np.zeros((head.shape[0] >> 6) + 1, np.uint64)
     top = -1
     # insertion from the last triangle to the first: stamps grow, so triangle 0 is newest
     for t in range(t_count - 1, -1, -1):
-        b = _bq_push_front(head, nxt, prv, prio, base, t)
+        b = _bq_push_front(head, bits, nxt, prv, prio, base, t)
         if b > top:
             top = b
     remaining = t_count
     while remaining > 0:
-        while head[top] < 0:
-            top -= 1
+        top = _bq_top(bits, top)
         t, rot = _select(tris, head[top], prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv,
-                         snap_tab, voff, vfaces, rs, inrs, gmark, gval)
+                         snap_tab, voff, vfaces, rs, inrs, gmark, gval, rspos)
         if t >= 0:
-            _bq_unlink(head, nxt, prv, prio, base, t)
+            _bq_unlink(head, bits, nxt, prv, prio, base, t)
             remaining -= 1
             n = _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff,
-                      adj, rs, inrs, bf, flist, bfsq)
+                      adj, rs, inrs, bf, flist, bfsq, rspos)
         else:
-            n = _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts)
+            n = _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts,
+                             rspos)
         for j in range(n):
             f = W[j, W_OUTF]
-            _bq_unlink(head, nxt, prv, prio, base, f)
+            _bq_unlink(head, bits, nxt, prv, prio, base, f)
             prio[f] += W[j, W_OUTD]
             pb = prio[f] - base
             if pb < 0 or pb >= head.shape[0]:
-                new_head, new_base = _bq_regrow(head, base, prio[f], prio[f])
+                new_head, new_bits, new_base = _bq_regrow(head, base, prio[f], prio[f])
                 top += base - new_base
                 head = new_head
+                bits = new_bits
                 base = new_base
-            b = _bq_push_front(head, nxt, prv, prio, base, f)
+            b = _bq_push_front(head, bits, nxt, prv, prio, base, f)
             if b > top:
                 top = b
 
@@ -697,12 +872,14 @@ class _State:
         self.ST[ST_STEP] = 1
         self.ST[ST_BATCHES] = 1 if t_count else 0
         self.W = np.zeros((max(t_count, 1), W_ROWS), np.int64)
+        self.W[:, W_CPOS] = -1
         maxval = int(np.diff(self.voff).max()) if vertex_count else 0
         self.flist = np.zeros(3 * maxval + 3, np.int64)
         self.bfsq = np.zeros(3 * maxval + 3 if options["d_region"] == "ring" else max(t_count, 1), np.int64)
-        self.rs = np.zeros(max(vertex_count, 1), np.int64)
+        self.rs = np.zeros(max(vertex_count, 1) + 4 * prof.memory_size + 32, np.int64)
         self.inrs = np.zeros(max(vertex_count, 1), np.uint8)
         self.gmark = np.zeros(max(vertex_count, 1), np.int64)
+        self.rspos = np.zeros(max(vertex_count, 1), np.int64)
         self.gval = np.zeros(max(vertex_count, 1), np.int64)
         self.bf = np.zeros(max(t_count, 1) if prof.batched else 1, np.int64)
         self.bstarts = np.zeros(t_count + 1, np.int64)
@@ -712,17 +889,17 @@ class _State:
     def select(self, t):
         return _select(self.tris, t, self.prio, self.P, self.ST, self.W, self.scalars, self.pv,
                        self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces,
-                       self.rs, self.inrs, self.gmark, self.gval)
+                       self.rs, self.inrs, self.gmark, self.gval, self.rspos)
 
     def emit(self, t, rot):
         n = _emit(self.tris, t, rot, self.P, self.ST, self.W, self.scalars,
                   self.pv, self.table, self.voff, self.vfaces, self.aoff, self.adj, self.rs, self.inrs,
-                  self.bf, self.flist, self.bfsq)
+                  self.bf, self.flist, self.bfsq, self.rspos)
         return self.W[:n, W_OUTF], self.W[:n, W_OUTD]
 
     def close_batch(self):
         n = _close_batch(self.tris, self.P, self.ST, self.W, self.scalars, self.voff, self.vfaces,
-                         self.aoff, self.adj, self.rs, self.inrs, self.bf, self.bstarts)
+                         self.aoff, self.adj, self.rs, self.inrs, self.bf, self.bstarts, self.rspos)
         return self.W[:n, W_OUTF], self.W[:n, W_OUTD]
 
     def batch_empty(self):
@@ -732,7 +909,7 @@ class _State:
         _run_fast(self.tris, self.prio, self.P, self.ST, self.W, self.scalars,
                   self.pv, self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff,
                   self.vfaces, self.aoff, self.adj, self.rs, self.inrs, self.bf, self.flist,
-                  self.bfsq, self.bstarts, self.gmark, self.gval)
+                  self.bfsq, self.bstarts, self.gmark, self.gval, self.rspos)
 
     # results ------------------------------------------------------------------------------------
     def ordered_triangles(self):
@@ -864,9 +1041,11 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
         out = np.asarray(out, np.int64)
         opt_prof = prof
     stats["renumbered"] = renumber
+    out = out.astype(np.uint32)
     pred = predict(out, opt_prof, remap.shape[0], return_batches=True)
     stats.update(seconds=time.perf_counter() - t0, vertices_out=int(remap.shape[0]),
                  vertex_copies=copies, batches=int(pred.batches), invocations=int(pred.invocations),
                  asr=pred.asr, fix_16bit=bool(fix_16bit))
-    dtype = np.uint32 if remap.shape[0] > (1 << 16) or np.asarray(triangles).dtype != np.uint16 else np.uint16
-    return BatchResult(out.astype(dtype), remap, pred.batch_starts, stats)
+    if np.asarray(triangles).dtype == np.uint16 and remap.shape[0] <= (1 << 16):
+        out = out.astype(np.uint16)
+    return BatchResult(out, remap, pred.batch_starts, stats)
