@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 
 from .document import Figure, Section, Table
@@ -16,49 +17,62 @@ from .figures import grouped_bars, new_figure, plot_mesh_batches
 
 
 def run_compare(meshes, scope, progress=None) -> dict:
-    """Run :func:`meshopt_batch.compare.compare` on the report's meshes (tidy frame)."""
+    """:func:`meshopt_batch.compare.compare` on the report's mesh files, every profile and method."""
     t0 = time.perf_counter()
     try:
-        from .. import compare as cmp
+        from ..compare import compare, default_methods
+        from ..optimizers import METHODS, method_info
     except ImportError as exc:
         return {"available": False, "reason": f"meshopt_batch.compare is not importable ({exc})",
                 "seconds": time.perf_counter() - t0}
-    frame = cmp.report_frame([m.mesh for m in meshes], profiles=scope.compare_profiles,
-                             progress=progress)
-    return {"available": True, "frame": frame, "seconds": time.perf_counter() - t0}
+    from ..profiles import builtin_profile_names
+
+    profiles = list(scope.compare_profiles or builtin_profile_names())
+    methods = default_methods()
+    runs = sum(len(profiles) if method_info(m).uses_profile else 1 for m in methods if m in METHODS)
+    bar = progress(len(meshes) * runs, "compare") if progress else None
+
+    def tick(msg):
+        if bar is not None:
+            bar.set_postfix_str(msg)
+            bar.update(1)
+
+    result = compare([m.path for m in meshes], methods, profiles, progress=tick)
+    if bar is not None:
+        bar.close()
+    return {"available": True, "result": result, "frame": result.results, "profiles": profiles,
+            "seconds": time.perf_counter() - t0}
 
 
 def compare_section(data: dict, meshes) -> tuple[Section, pd.DataFrame | None]:
     sec = Section("compare", "1. Which triangle order for which GPU (compare)")
-    paths = " ".join(m.shown for m in meshes)
-    sec.commands = [f"meshopt-batch compare {paths}"]
     if not data.get("available"):
         sec.paragraphs.append(
             f"The comparison could not run: {data['reason']}. The other sections do not depend on it.")
         _batch_picture(sec, meshes)
         return sec, None
-    df = data["frame"]
-    _tables(sec, df)
+    result = data["result"]
+    sec.commands = [f"meshopt-batch compare {' '.join(m.shown for m in meshes)} "
+                    f"--profiles {' '.join(data['profiles'])}"]
+    sec.paragraphs.append(
+        f"{len(result.meshes)} meshes, each optimized once by every method ({', '.join(result.methods[1:])}; "
+        "the batch optimizer once per profile, for the profile it is evaluated on), then evaluated with "
+        f"the batch model of each GPU profile ({', '.join(result.profiles)}). ASR is vertex-shader "
+        "invocations per triangle; 'perfect' is every referenced vertex shaded once. The tables are "
+        "what `meshopt-batch compare` prints.")
+    for profile in result.profiles:
+        sec.tables.append(Table(f"ASR on the {profile} model", result.table(profile).reset_index(),
+                                floatfmt="{:.3f}"))
+    sec.tables.append(Table("Optimizer run time (seconds, this machine)",
+                            result.time_table().reset_index(), floatfmt="{:.4f}"))
+    df = result.results
     _asr_bars(sec, df)
     _batch_picture(sec, meshes)
     return sec, df
 
 
-def _tables(sec, df):
-    methods = list(dict.fromkeys(df["method"]))
-    for profile, part in df.groupby("profile", sort=False):
-        piv = part.pivot_table(index="mesh", columns="method", values="asr", sort=False)
-        piv = piv[[m for m in methods if m in piv.columns]].reset_index()
-        piv.columns.name = None
-        sec.tables.append(Table(f"ASR on the {profile} model (vertex-shader invocations per triangle)",
-                                piv, floatfmt="{:.3f}"))
-    times = df.groupby(["mesh", "method"], sort=False)["seconds"].mean().unstack("method")
-    times = times[[m for m in methods if m in times.columns]].reset_index()
-    times.columns.name = None
-    sec.tables.append(Table("Optimizer run time (seconds, this machine)", times, floatfmt="{:.3f}"))
-
-
 def _asr_bars(sec, df):
+    df = df[df["method"] != "original"]
     profiles = list(dict.fromkeys(df["profile"]))
     cols = min(3, len(profiles))
     rows = -(-len(profiles) // cols)
@@ -67,18 +81,29 @@ def _asr_bars(sec, df):
     for ax, profile in zip(axes, profiles):
         part = df[df["profile"] == profile]
         grouped_bars(ax, part, "asr", "mesh", "method")
+        perfect = part.groupby("mesh", sort=False)["perfect_asr"].first()
+        x = np.arange(len(perfect))
+        ax.hlines(perfect.values, x - 0.42, x + 0.42, colors="k", lw=1.5, zorder=3, label="perfect reuse")
+        ax.set_ylim(0.9 * min(perfect.min(), part["asr"].min()), 1.03 * part["asr"].max())
         ax.set_title(profile, fontsize=9)
         ax.set_ylabel("ASR", fontsize=8)
-        opt = part[part["method"] != "original"]
-        wins = opt.loc[opt.groupby("mesh")["asr"].idxmin()]
+        low = part.groupby("mesh", sort=False)["asr"].transform("min")
+        wins = part[part["asr"] <= low + 1e-12]
+        n_mesh = part["mesh"].nunique()
         counts = wins["method"].value_counts()
-        notes.append(f"{profile}: lowest ASR most often from {counts.index[0]} "
-                     f"({counts.iloc[0]} of {len(wins)} meshes)")
+        if len(wins) == len(part):
+            notes.append(f"on {profile} every method reaches the same ASR on every mesh")
+        else:
+            tied = (wins.groupby("mesh").size() > 1).sum()
+            notes.append(f"on {profile} the lowest ASR comes most often from {counts.index[0]} "
+                         f"({counts.iloc[0]} of {n_mesh} meshes" + (f", ties on {tied}" if tied else "") + ")")
     for ax in axes[len(profiles):]:
         ax.axis("off")
-    axes[0].legend(fontsize=6, ncol=2)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 5), fontsize=7)
     sec.figures.append(Figure("asr_bars", fig,
-                              "ASR per mesh, method and GPU profile (paper 001 Table 1 layout). "
+                              "ASR per mesh, method and GPU profile (paper 001 Table 1 layout; the "
+                              "original order is in the tables, black ticks mark perfect reuse): "
                               + "; ".join(notes) + "."))
 
 

@@ -60,6 +60,7 @@ def plot_mesh_batches(positions, triangles, profile="nvidia_gl", ax=None, title=
 # ------------------------------------------------------------------ generic report plots
 def new_figure(nrows=1, ncols=1, width=7.5, height=3.6, **kw):
     """A figure with ``nrows x ncols`` axes (always a flat list)."""
+    kw.setdefault("layout", "constrained")
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
     return fig, list(axes.ravel())
 
@@ -96,14 +97,16 @@ def grouped_bars(ax, frame, value, group, hue, groups=None, hues=None, fmt="{:.2
     return ax
 
 
-def tile_overlay(ax, image, values, tiles_x, tiles_y, tile, cmap, vmin=None, vmax=None, alpha=0.55,
+def tile_overlay(ax, image, values, tiles_x, tiles_y, tile, cmap, vmin=None, vmax=None, alpha=0.65,
                  title=None, colorbar_label=None, ticks=None, ticklabels=None):
-    """An image with a per-tile value map blended over it (NaN tiles stay clear)."""
+    """A rendered frame (drawn in grey) with a per-tile value map blended over it (NaN tiles
+    stay clear, so the frame shows through)."""
     img = np.asarray(image)
     h, w = img.shape[:2]
     grid = np.asarray(values, dtype=np.float64).reshape(tiles_y, tiles_x)
     full = np.kron(grid, np.ones((tile, tile)))[:h, :w]
-    ax.imshow(img, interpolation="nearest")
+    luma = img[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114]) if img.ndim == 3 else img
+    ax.imshow(luma, cmap="gray", vmin=0, vmax=255 * 1.3, interpolation="nearest")
     masked = np.ma.masked_invalid(full)
     im = ax.imshow(masked, cmap=cmap, vmin=vmin, vmax=vmax, alpha=alpha, interpolation="nearest")
     ax.set_xticks([])

@@ -303,10 +303,11 @@ def _maps(sec, data, own):
                 ax.axis("off")
                 continue
             ok += 1
-            cmap = ListedColormap(["#ffffff00", "#2c7fb8", "#7fcdbb", "#fdae61", "#d7191c"])
-            tile_overlay(ax, info["colour"][tech], rate.astype(float), tiles_x, tiles_y, res.tile, cmap,
-                         vmin=-0.5, vmax=4.5, title=f"{tech}, {scene}, frame {fr}",
-                         colorbar_label="sampling rate", ticks=range(5), ticklabels=RATE_LABELS)
+            cmap = ListedColormap(["#abd9e9", "#2c7bb6", "#fdae61", "#d7191c"])
+            shown = np.where(rate > 0, rate, np.nan).astype(float)      # full-rate tiles stay clear
+            tile_overlay(ax, info["colour"][tech], shown, tiles_x, tiles_y, res.tile, cmap,
+                         vmin=0.5, vmax=4.5, title=f"{tech}, {scene}, frame {fr} (clear: full rate)",
+                         colorbar_label="sampling rate", ticks=range(1, 5), ticklabels=RATE_LABELS[1:])
         req = info["requests"]["dsr"].get(fr, {}).get("rate")
         if ok and req is not None:
             share = [100.0 * np.mean(req == k) for k in range(5)]
@@ -317,14 +318,17 @@ def _maps(sec, data, own):
                 + ", ".join(f"{lab} on {p:.0f}% of tiles" for lab, p in zip(RATE_LABELS, share))
                 + f"; over the whole run {spp[scene]:.3f} samples per pixel. Flat, low-frequency tiles "
                 "drop to the lowest rates; edges and textures keep full rate."))
-    # skipped-tile map
-    best_scene, best_n = None, -1
+    # skipped-tile map: the scene where EVR adds most to RE (then: most tiles skipped)
+    best_scene, best_key = None, None
     for scene, info in maps.items():
         fr = info["frame"]
         reqs = info["requests"]
-        n = sum(int(np.sum(reqs.get(t, {}).get(fr, {}).get("skip", np.zeros(0, bool)))) for t in SKIP_TECHNIQUES)
-        if n > best_n:
-            best_scene, best_n = scene, n
+        sk = {t: np.asarray(reqs.get(t, {}).get(fr, {}).get("skip", np.zeros(0, bool)), bool) for t in SKIP_TECHNIQUES}
+        if not all(len(v) for v in sk.values()):
+            continue
+        key = (int(np.sum(sk["evr+re"] & ~sk["re"])), int(np.sum(sk["evr+re"] | sk["re"])))
+        if best_key is None or key > best_key:
+            best_scene, best_key = scene, key
     if best_scene is None:
         return
     info = maps[best_scene]
@@ -346,14 +350,14 @@ def _maps(sec, data, own):
     if image is None:
         return
     fig, (ax,) = new_figure(1, 1, 8.5, 5.2)
-    cmap = ListedColormap(["#1a9641", "#2b83ba", "#d7191c"])
+    cmap = ListedColormap(["#2b83ba", "#fdae61", "#d7191c"])
     tile_overlay(ax, image, cat, tiles_x, tiles_y, res.tile, cmap, vmin=-0.5, vmax=2.5,
                  title=f"tiles skipped at frame {fr} of {best_scene}", colorbar_label="skipped by",
                  ticks=range(3), ticklabels=["RE and EVR+RE", "RE only", "EVR+RE only"])
     sec.figures.append(Figure(
         "skip_map", fig,
-        f"Tiles skipped by Rendering Elimination on {best_scene} at frame {fr} (the scene with the most "
-        f"skipped tiles), over the frame EVR+RE rendered: RE skips {int(re_s.sum())} of {n_tiles} tiles "
+        f"Tiles skipped by Rendering Elimination on {best_scene} at frame {fr} (the scene where EVR adds "
+        f"most skipped tiles to RE), over the frame EVR+RE rendered (clear: rendered): RE skips {int(re_s.sum())} of {n_tiles} tiles "
         f"({100.0 * re_s.mean():.1f}%), EVR+RE {int(evr_s.sum())} ({100.0 * evr_s.mean():.1f}%); "
         f"{int((evr_s & ~re_s).sum())} tiles are skipped only because EVR left predicted-occluded "
         "primitives out of the signature, "
@@ -364,6 +368,8 @@ def _timelines(sec, data, first):
     runs = [(s, r) for (s, o), r in data["runs"].items() if o == first]
     if not runs:
         return
+    from matplotlib.ticker import MaxNLocator
+
     cols = 3 if len(runs) > 2 else len(runs)
     rows = -(-len(runs) // cols)
     fig, axes = new_figure(rows, cols, 4.6 * cols, 3.2 * rows)
@@ -372,11 +378,15 @@ def _timelines(sec, data, first):
         pf = res.per_frame
         base = pf[pf["technique"] == "baseline"].set_index("frame")["cycles"]
         for tech, part in pf.groupby("technique", sort=False):
-            ax.plot(part["frame"], part["cycles"] / 1e6, lw=1.4 if tech == "baseline" else 0.9,
-                    color="k" if tech == "baseline" else None, label=tech, marker=".", ms=3)
-        ax.set_title(scene, fontsize=9)
+            rel = part["cycles"].to_numpy() / base.reindex(part["frame"]).to_numpy()
+            if tech == "baseline":
+                ax.plot(part["frame"], rel, "k--", lw=1.2, label=tech, zorder=5)
+            else:
+                ax.plot(part["frame"], rel, lw=1.0, label=tech, marker=".", ms=3)
+        ax.set_title(f"{scene} (baseline {base.mean() / 1e6:.2f} Mcycles/frame)", fontsize=9)
         ax.set_xlabel("frame", fontsize=8)
-        ax.set_ylabel("Mcycles", fontsize=8)
+        ax.set_ylabel("cycles / baseline", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
         ax.grid(True, alpha=0.3)
         later = pf[pf["frame"] > pf["frame"].min()]
@@ -387,9 +397,11 @@ def _timelines(sec, data, first):
             notes.append(f"{scene}: {bt} {ref / per[bt]:.2f}x")
     for ax in axes[len(runs):]:
         ax.axis("off")
-    axes[0].legend(fontsize=6, ncol=2)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 10), fontsize=7)
     sec.figures.append(Figure(
         "timelines", fig,
-        "Cycles per frame for every technique (black: baseline). Frame 0 is the same for the "
-        "frame-to-frame techniques; from frame 1 on, the cheapest technique and its speed-up over "
-        "the baseline on those frames: " + "; ".join(notes) + "."))
+        "Cycles per frame of every technique relative to the baseline's on the same frame (dashed). "
+        "Frame-to-frame techniques render their first frame like the baseline; from the second frame "
+        "on, the cheapest technique and its speed-up over the baseline on those frames: "
+        + "; ".join(notes) + "."))
