@@ -135,13 +135,33 @@ def test_re_exclusion_guards():
     # same but the overlay is depth-tested (could be pierced): nothing left out
     g = f.with_draw_state(depth_test=[True, True, True])
     assert not evr.re_exclusion(offs, tri, g, lay, zn, fvp).any()
-    # Z rule with margin and the translucent-depth-writer guard
+    # Z rule on the fragment-depth floor, and the translucent-depth-writer guard
     fz = evr.FVPTable(np.array([0.5], np.float32), np.array([1], np.int32), np.array([False]))
-    zn = np.array([0.6, 0.5000001, 0.9], np.float32)
     h = f.with_draw_state(depth_test=True, depth_write=True)
-    assert evr.re_exclusion(offs, tri, h, lay, zn, fz).tolist() == [True, False, True]
+    floor = np.array([0.6, 0.5000001, 0.9])
+    assert evr.re_exclusion(offs, tri, h, lay, floor, fz).tolist() == [True, True, True]
     hb = h.with_draw_state(blend=[False, False, True])
-    assert not evr.re_exclusion(offs, tri, hb, lay, zn, fz).any()
+    assert not evr.re_exclusion(offs, tri, hb, lay, floor, fz).any()
+
+
+def test_fragment_depth_floor_is_below_every_raster_depth():
+    from pipeline_model.raster import covers, depth_at, setup_triangles
+
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(-40, 100, size=(40, 3, 2))
+    z = rng.uniform(0, 1, size=(40, 3)).astype(np.float32)
+    z[::4] = z[::4, :1]  # some flat triangles (the floor must still be below)
+    f = FrameGeometry.from_screen_triangles(xy, z, width=64, height=48)
+    floor = evr.fragment_depth_floor(f)
+    assert np.all(floor <= f.z.min(axis=1))
+    st = setup_triangles(f)
+    for t in range(f.n_triangles):
+        x0, y0 = np.clip(np.floor(f.xy[t].min(axis=0)).astype(int), 0, [63, 47])
+        x1, y1 = np.clip(np.ceil(f.xy[t].max(axis=0)).astype(int), 0, [63, 47])
+        for py in range(y0, y1 + 1):
+            for px in range(x0, x1 + 1):
+                if covers(f, t, px, py, st):
+                    assert depth_at(f, t, px, py, st) >= floor[t]
 
 
 # -------------------------------------------------------------------------------- RE

@@ -40,8 +40,9 @@ Table I argument has holes that this model closes, because a skipped tile must b
    it cannot be pierced: layer exclusion is used only when every primitive of the tile at or
    above ``Lfar`` has its depth test off (a HUD, 2D sprites).  Then the suffix alone decides the
    colours, and equal signatures mean an equal suffix.
-4. *Float rounding.*  Depth exclusion needs ``Znear > Zfar + 1e-6`` (interpolated depths can be
-   an ulp below the smallest vertex depth).
+4. *Float rounding.*  Depth exclusion compares ``Zfar`` with a lower bound of the triangle's
+   fragment depths (:func:`fragment_depth_floor`: ``Znear`` less the float32 plane error bound),
+   not with ``Znear`` itself.
 
 State carried between frames: the FVP Table (and, with RE, the Signature Buffer).
 """
@@ -53,7 +54,6 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-
 __all__ = [
     "Z_MARGIN",
     "FVPTable",
@@ -62,12 +62,41 @@ __all__ = [
     "predict_occluded",
     "reorder_two_lists",
     "fvp_from_buffers",
+    "fragment_depth_floor",
     "re_exclusion",
     "prediction_stats",
 ]
 
-#: Safety margin for the depth exclusion of EVR+RE (see module docstring, point 4).
+#: Safety margin for the depth exclusion of EVR+RE (see module docstring, point 4): the
+#: raster's float32 depth plane, anchored at the screen origin and evaluated with two FMAs, can
+#: land a few ulps of ``S = 1 + |dz/dx| * max|x| + |dz/dy| * max|y|`` below the smallest vertex
+#: depth; the bound used is ``Z_MARGIN * (1 + 2 * S)``, ten times that error and more.
 Z_MARGIN = 1e-6
+
+
+def fragment_depth_floor(frame) -> np.ndarray:
+    """(N,) a lower bound on the depth of every fragment of each triangle (float64).
+
+    ``Znear`` (the smallest vertex depth) less the float32 plane-evaluation error bound of
+    :data:`Z_MARGIN`; used by EVR+RE's depth exclusion, where an off-by-an-ulp would matter.
+    """
+    n = frame.n_triangles
+    if n == 0:
+        return np.zeros(0)
+    xy = frame.xy
+    z = frame.z.astype(np.float64)
+    e1 = xy[:, 1] - xy[:, 0]
+    e2 = xy[:, 2] - xy[:, 0]
+    dz1 = z[:, 1] - z[:, 0]
+    dz2 = z[:, 2] - z[:, 0]
+    det = e1[:, 0] * e2[:, 1] - e2[:, 0] * e1[:, 1]
+    safe = np.where(det == 0, 1.0, det)
+    gx = np.where(det == 0, 0.0, (dz1 * e2[:, 1] - dz2 * e1[:, 1]) / safe)
+    gy = np.where(det == 0, 0.0, (dz2 * e1[:, 0] - dz1 * e2[:, 0]) / safe)
+    mx = np.maximum(np.abs(xy[..., 0]).max(axis=1), frame.width)
+    my = np.maximum(np.abs(xy[..., 1]).max(axis=1), frame.height)
+    s = 1.0 + np.abs(gx) * mx + np.abs(gy) * my
+    return z.min(axis=1) - Z_MARGIN * (1.0 + 2.0 * s)
 
 
 @dataclass
@@ -221,8 +250,8 @@ def fvp_from_buffers(offsets, tri, draw, layer, woz, depth, layer_buffer, tiles_
 
 
 @nb.njit(cache=True)
-def _exclusion(offsets, tri, draw, layer, znear, woz, blend, depth_test, depth_write,
-               zfar, lfar, is_layer, margin):
+def _exclusion(offsets, tri, draw, layer, zfloor, woz, blend, depth_test, depth_write,
+               zfar, lfar, is_layer):
     ex = np.zeros(tri.shape[0], np.bool_)
     for t in range(offsets.shape[0] - 1):
         a, b = offsets[t], offsets[t + 1]
@@ -243,20 +272,21 @@ def _exclusion(offsets, tri, draw, layer, znear, woz, blend, depth_test, depth_w
                     ok = False
                     break
             if ok:
-                lim = zfar[t] + margin
                 for i in range(a, b):
                     p = tri[i]
-                    ex[i] = woz[draw[p]] and znear[p] > lim
+                    ex[i] = woz[draw[p]] and zfloor[p] > zfar[t]
     return ex
 
 
-def re_exclusion(offsets, tri, frame, layer, znear, fvp: FVPTable,
-                 margin: float = Z_MARGIN) -> np.ndarray:
-    """CSR entries EVR+RE leaves out of the tile signatures (prediction + soundness guards)."""
+def re_exclusion(offsets, tri, frame, layer, zfloor, fvp: FVPTable) -> np.ndarray:
+    """CSR entries EVR+RE leaves out of the tile signatures (prediction + soundness guards).
+
+    ``zfloor`` (N,) bounds every fragment depth of each triangle from below
+    (:func:`fragment_depth_floor`).
+    """
     return _exclusion(np.asarray(offsets, np.int64), np.asarray(tri), frame.draw, layer,
-                      np.asarray(znear, np.float32), woz_draws(frame), frame.blend,
-                      frame.depth_test, frame.depth_write, fvp.zfar, fvp.lfar, fvp.is_layer,
-                      np.float32(margin))
+                      np.asarray(zfloor, np.float64), woz_draws(frame), frame.blend,
+                      frame.depth_test, frame.depth_write, fvp.zfar, fvp.lfar, fvp.is_layer)
 
 
 def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
@@ -275,6 +305,10 @@ def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
 from pipeline_model.techniques import re as _re  # noqa: E402
 from pipeline_model.techniques._shared import frame_cache, reorder_extra, result_array  # noqa: E402
 from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
+
+
+def _zfloor(frame):
+    return frame_cache(frame, "evr_zfloor", lambda: fragment_depth_floor(frame))
 
 
 def _frame_layers(frame, tiles):
@@ -331,8 +365,8 @@ class EVR(Technique):
                             extra={"record_writer": True, **reorder_extra()})
         skip = sig = None
         if self.buffer is not None:
-            ex = pred if self.paper_exclusion else re_exclusion(offs, tri, frame, layer, znear,
-                                                                 self.fvp)
+            ex = pred if self.paper_exclusion else re_exclusion(offs, tri, frame, layer,
+                                                                 _zfloor(frame), self.fvp)
             sig = _re.frame_signatures(ctx, include=~ex)
             skip = self.buffer.decide(sig)
             req.skip = skip if skip.any() else None
@@ -359,7 +393,7 @@ class EVR(Technique):
             self.buffer.commit(sig, rendered)
         elif self.buffer is not None:
             # reference signature: this frame filtered by the FVP it produced (docstring, 1.)
-            ex = re_exclusion(offs, tri, frame, layer, znear, self.fvp)
+            ex = re_exclusion(offs, tri, frame, layer, _zfloor(frame), self.fvp)
             self.buffer.commit(_re.frame_signatures(ctx, include=~ex), rendered)
         vis = result_array(result, "prim_visible", required=False)
         if vis is not None and had_fvp:
