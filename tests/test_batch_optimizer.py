@@ -203,3 +203,38 @@ def test_bunny_reaches_paper_figure():
     assert res.stats["asr"] <= 0.82          # paper 001 Table 1
     nod = optimize_batch(bunny.triangles, bunny.vertex_count, use_distance=False)
     assert nod.stats["asr"] <= 0.82
+
+
+def _tubes_and_cards(n_cards=203, seed=0):
+    """A tree-like index buffer: strips (4 rings around, 7 rings long) and two-triangle cards."""
+    tris = []
+    v = 0
+    for _ in range(40):
+        for r in range(6):
+            for k in range(4):
+                a, b = v + 4 * r + k, v + 4 * r + (k + 1) % 4
+                c, d = a + 4, b + 4
+                tris += [(a, b, c), (b, d, c)]
+        v += 28
+    for _ in range(n_cards):
+        tris += [(v, v + 1, v + 2), (v, v + 2, v + 3)]
+        v += 4
+    rng = np.random.default_rng(seed)
+    tris = np.array(tris, np.int64)
+    return tris[rng.permutation(len(tris))], v
+
+
+def test_small_components_fill_batches():
+    tris, V = _tubes_and_cards()
+    on = optimize_batch(tris, V)
+    off = optimize_batch(tris, V, fill_small=False, lookahead=False)
+    assert on.stats["asr"] <= off.stats["asr"]
+    # no two-triangle card is cut by a batch boundary
+    out = np.asarray(on.triangles, np.int64)
+    batch_of = np.searchsorted(on.batch_starts, np.arange(len(out)), side="right")
+    card = out.min(axis=1) >= 40 * 28
+    first_vertex = out.min(axis=1)
+    for v0 in np.unique(first_vertex[card]):
+        assert len(set(batch_of[card & (first_vertex == v0)])) == 1
+    ref = optimize_batch(tris, V, queue="fibheap")
+    assert np.array_equal(ref.triangles, on.triangles)

@@ -34,31 +34,58 @@ recently changed triangle comes first, which keeps batches local).  Because keys
   ``fibheap`` package's Fibonacci heap (decrease-key native, increase-key as delete +
   re-insert) -- the reference for small meshes;
 * ``queue="fast"`` (default) runs the same loop compiled with numba on an exact *bucket
-  queue*: one doubly linked list per integer priority, newest at the head, plus a pointer to
-  the highest non-empty bucket.  Increase-key, decrease-key and delete are O(1); finding the
-  top scans down from the last top (bounded by the priority range actually used, ~k_r).  Its
-  pop order is the key order above, i.e. identical to the Fibonacci heap's.  Priorities must
-  therefore be integers (eq. 2's are).
+  queue*: one doubly linked list per integer priority, newest at the head, and a bitmap of
+  the non-empty buckets (64 per word) to find the highest one.  Increase-key, decrease-key
+  and delete are O(1); finding the top scans the bitmap down from the last top.  Its pop
+  order is the key order above, i.e. identical to the Fibonacci heap's (this replaces a
+  numba Fibonacci heap: same order, less work per update).  Priorities must therefore be
+  integers (eq. 2's are).
 
-Both drivers call the same compiled step functions (:func:`_choose_rotation`, :func:`_emit`,
+Both drivers call the same compiled step functions (:func:`_select`, :func:`_emit`,
 :func:`_close_batch`); a step produces the list of priority changes ``(face, delta)`` (one
 merged change per face, in order of first touch) which the driver applies to its queue.
 
 Details the paper leaves open (documented choices; see ``options``)
 --------------------------------------------------------------------
 * "Can add this triangle?" runs Algorithm 1's boundary test for the triangle on the live
-  memory state and rolls the state back; the triangle is added with the cyclic rotation
-  (winding preserved) that adds the fewest new vertices (``rotate=True``; ``rotate=False``
-  keeps every triangle's vertex order, hence its provoking vertex).
+  memory state and rolls the state back (for look-back retention the lookups are pure and
+  nothing needs rolling back).  The triangle is written with the cyclic rotation (winding
+  preserved) that adds the fewest new vertices (``rotate=True``; ``rotate=False`` keeps every
+  triangle's vertex order, hence its provoking vertex).  The optimizer's batches are exactly
+  the predictor's: its invocation count equals :func:`~meshopt_batch.reuse.predict` on the
+  output, for every profile kind.
 * ``R`` counts a vertex as reusable when the memory module would reuse it at the first index
-  of the next triangle.
-* ``D`` (``neighbors of Delta``): the faces sharing a vertex with the emitted triangle; the
-  distance is the breadth-first distance in the dual graph restricted to that one-ring.
+  of the next triangle ("which vertices are forgotten" is asked of the same module after
+  every triangle).
+* ``D``: the paper sums the dual-graph distances from every face of the batch to a
+  candidate.  Each emitted face updates the faces sharing one of its vertices (its one-ring;
+  the distance is the breadth-first distance inside that ring), and every face outside the
+  ring counts as distance ``d_cap`` (10).  That is the paper's sum minus the constant
+  ``d_cap * |batch|``, the same for every candidate, so the order is the paper's ``D`` with
+  distances capped at ``d_cap``.  (Uncapped, "0 beyond the ring" inverts the term: the bunny
+  ends at 0.95.)  ``d_region="ball"`` uses the dual-graph ball of radius ``d_cap - 1``
+  instead of the ring.
 * ``N``: ``n_mode="flag"`` (paper: 0/1, set for faces sharing a vertex -- or an edge with
   ``n_neighbourhood="edge"`` -- with a completed batch), or ``"count"`` (``k_n`` added each
   time an incident vertex leaves the reusable set).
 * Profiles without batches (``intel``, ``fifo:N``, ``lru:N``) never close a batch, so ``D``
   would grow without bound; ``k_d`` defaults to 0 for them.
+
+Beyond the paper (on by default, off with ``lookahead=False, fill_small=False``)
+--------------------------------------------------------------------------------
+* ``lookahead``: when the top reuses exactly two vertices, every remaining triangle that
+  reuses two is compared by how many further triangles its new vertex would complete (their
+  other two vertices already reusable); most wins, then priority, then the top, then the
+  lowest index.  This grows rounder batches (bunny 0.8044 -> 0.7997, dragon_res3 0.7888 ->
+  0.7580 on nvidia_gl).
+* ``fill_small``: components (faces connected through vertices) small enough for one batch
+  start below every large one (priority ``- k_r / 2``), and when a started batch has nothing
+  left to reuse, the largest untouched small component that still fits in it is started
+  instead of the top: leaf cards fill the ends of batches instead of cutting into branches.
+* For a direct-mapped memory (``llvmpipe``) the order is optimized as if every vertex of a
+  batch stayed reusable, then the vertices are renumbered
+  (:func:`~meshopt_batch.optimizers.renumber.renumber_for_direct_cache`) so that it does; the
+  vertex remap is then a permutation.
 """
 
 from __future__ import annotations
@@ -85,11 +112,11 @@ DEFAULT_COEFFICIENTS = {"k_r": 1024, "k_v": -4, "k_d": -1, "k_n": -1}
 NO_DISTANCE_COEFFICIENTS = {"k_r": 1024, "k_v": -3, "k_d": 0, "k_n": -3}
 
 DEFAULT_OPTIONS = {"rotate": True, "n_mode": "flag", "n_neighbourhood": "vertex", "d_cap": 10, "d_region": "ring", "lookahead": True,
-                   "renumber": True}
+                   "fill_small": True, "renumber": True}
 
 # --- parameter vector P ----------------------------------------------------------------------
 (P_KR, P_KV, P_KD, P_KN, P_MAXSIZE, P_MAXUNIQ, P_MEMSIZE, P_BOUND16, P_NMODE, P_ROTATE,
- P_PVW, P_BATCHED, P_NEDGE, P_KIND, P_DCAP, P_DBALL, P_LOOKAHEAD, P_LEN) = range(18)
+ P_PVW, P_BATCHED, P_NEDGE, P_KIND, P_DCAP, P_DBALL, P_LOOKAHEAD, P_FILL, P_LEN) = range(19)
 # --- scalar state ST ---------------------------------------------------------------------------
 (ST_EMITTED, ST_SIZE, ST_UNIQ, ST_STEP, ST_RS, ST_BF, ST_DL, ST_FSTAMP, ST_BATCHES, ST_INVOC,
  ST_NTOUCH, ST_CLOSES, ST_NCAND, ST_LEN) = range(14)
@@ -332,8 +359,31 @@ def _completes(w, rcount, emitted_row, voff, vfaces):
 
 
 @njit(cache=True)
+def _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr):
+    """The untouched small component with the most vertices that fits in the rest of the
+    batch (lowest id among equals), or -1."""
+    maxu = P[P_MAXUNIQ]
+    maxs = P[P_MAXSIZE]
+    ncls = cls_off.shape[0] - 1
+    hi = ncls - 1
+    if maxu > 0:
+        hi = min(hi, maxu - ST[ST_UNIQ])
+    for cv in range(hi, 0, -1):
+        ptr = cls_ptr[cv]
+        end = cls_off[cv + 1]
+        while ptr < end and cinfo[cls_comps[ptr], 3] != 0:
+            ptr += 1
+        cls_ptr[cv] = ptr
+        if ptr < end:
+            c = cls_comps[ptr]
+            if maxs == 0 or ST[ST_SIZE] + 3 * cinfo[c, 1] - 1 <= maxs:
+                return c
+    return -1
+
+
+@njit(cache=True)
 def _select(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces,
-            rs, inrs, gmark, gval, rspos):
+            rs, inrs, gmark, gval, rspos, cinfo, cls_off, cls_comps, cls_ptr):
     """Pick the triangle to emit given the queue's top ``t``: ``(face, rotation)`` or ``(-1, -1)``
     when the batch must close.
 
@@ -341,10 +391,19 @@ def _select(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_
     vertices, every triangle around the batch that reuses two vertices is compared by how many
     triangles its new vertex completes (more first), then by priority, then by the queue's order
     (the top wins a full tie, otherwise the lower index).
+
+    With ``fill_small``, when the batch has started and the top reuses nothing, a small
+    untouched component (one that fits a batch) that fits in the rest of the batch is started
+    instead (its first triangle): disconnected pieces such as leaf cards fill the ends of
+    batches instead of cutting a large region.
     """
     face = t
     rcount = W[:, W_RCOUNT]
-    if P[P_LOOKAHEAD] != 0 and rcount[t] == 2:
+    if P[P_FILL] != 0 and ST[ST_SIZE] > 0 and rcount[t] == 0:
+        c = _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr)
+        if c >= 0:
+            face = cinfo[c, 2]
+    elif P[P_LOOKAHEAD] != 0 and rcount[t] == 2:
         emitted_row = W[:, W_EMITTED]
         ST[ST_FSTAMP] += 1
         s = ST[ST_FSTAMP]
@@ -485,7 +544,7 @@ def _distance_terms_radius(t, P, ST, W, aoff, adj, bfsq):
 
 @njit(cache=True)
 def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
-          rs, inrs, bf, flist, bfsq, rspos):
+          rs, inrs, bf, flist, bfsq, rspos, comp, cinfo):
     """Add ``t`` to the batch (Algorithm 2, lines 14-31); returns the number of changes."""
     kr = P[P_KR]
     kv = P[P_KV]
@@ -497,6 +556,7 @@ def _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
     W[k, W_ORDER] = t
     W[k, W_ROT] = rot
     W[t, W_EMITTED] = 1
+    cinfo[comp[t], 3] = 1
     if W[t, W_CPOS] >= 0:
         _cand_remove(W, ST, t)
     added = 0
@@ -770,7 +830,8 @@ def _bq_regrow(head, base, lo, hi):
 
 @njit(cache=True)
 def _run_fast(tris, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab,
-              voff, vfaces, aoff, adj, rs, inrs, bf, flist, bfsq, bstarts, gmark, gval, rspos):
+              voff, vfaces, aoff, adj, rs, inrs, bf, flist, bfsq, bstarts, gmark, gval, rspos,
+              comp, cinfo, cls_off, cls_comps, cls_ptr):
     t_count = tris.shape[0]
     nxt = np.empty(t_count, np.int64)
     prv = np.empty(t_count, np.int64)
@@ -790,12 +851,13 @@ def _run_fast(tris, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_t
     while remaining > 0:
         top = _bq_top(bits, top)
         t, rot = _select(tris, head[top], prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv,
-                         snap_tab, voff, vfaces, rs, inrs, gmark, gval, rspos)
+                         snap_tab, voff, vfaces, rs, inrs, gmark, gval, rspos, cinfo, cls_off,
+                         cls_comps, cls_ptr)
         if t >= 0:
             _bq_unlink(head, bits, nxt, prv, prio, base, t)
             remaining -= 1
             n = _emit(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff,
-                      adj, rs, inrs, bf, flist, bfsq, rspos)
+                      adj, rs, inrs, bf, flist, bfsq, rspos, comp, cinfo)
         else:
             n = _close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts,
                              rspos)
@@ -836,6 +898,59 @@ def _initial_priorities(tris, voff, kv):
     return prio
 
 
+@njit(cache=True)
+def _components(tris, vertex_count, voff, vfaces, cap_u, cap_s):
+    """Connected components over shared vertices: face -> component, per component
+    ``(vertices, triangles, first face, touched)``, and the components that fit in one batch
+    (``vertices <= cap_u`` and ``3 * triangles <= cap_s``) grouped by vertex count (CSR, by id)."""
+    t_count = tris.shape[0]
+    comp = np.full(t_count, -1, np.int64)
+    queue = np.empty(t_count, np.int64)
+    vseen = np.zeros(max(vertex_count, 1), np.uint8)
+    info = np.zeros((t_count, 4), np.int64)
+    n = 0
+    for s in range(t_count):
+        if comp[s] >= 0:
+            continue
+        comp[s] = n
+        info[n, 2] = s
+        queue[0] = s
+        head = 0
+        tail = 1
+        nv = 0
+        while head < tail:
+            f = queue[head]
+            head += 1
+            for i in range(3):
+                v = tris[f, i]
+                if vseen[v] == 0:
+                    vseen[v] = 1
+                    nv += 1
+                    for q in range(voff[v], voff[v + 1]):
+                        g = vfaces[q]
+                        if comp[g] < 0:
+                            comp[g] = n
+                            queue[tail] = g
+                            tail += 1
+        info[n, 0] = nv
+        info[n, 1] = tail
+        n += 1
+    info = info[:n].copy()
+    counts = np.zeros(max(cap_u, 0) + 2, np.int64)
+    for c in range(n):
+        if info[c, 0] <= cap_u and 3 * info[c, 1] <= cap_s:
+            counts[info[c, 0] + 1] += 1
+    for k in range(counts.shape[0] - 1):
+        counts[k + 1] += counts[k]
+    comps = np.empty(counts[-1], np.int64)
+    fill = counts[:-1].copy()
+    for c in range(n):
+        if info[c, 0] <= cap_u and 3 * info[c, 1] <= cap_s:
+            comps[fill[info[c, 0]]] = c
+            fill[info[c, 0]] += 1
+    return comp, info, counts, comps
+
+
 class _State:
     """Every array the step functions work on (one optimizer run)."""
 
@@ -867,6 +982,7 @@ class _State:
         P[P_DCAP] = int(options["d_cap"])
         P[P_DBALL] = int(options["d_region"] == "ball")
         P[P_LOOKAHEAD] = int(bool(options["lookahead"]))
+        P[P_FILL] = int(bool(options["fill_small"]) and prof.batched)
         self.P = P
         self.ST = np.zeros(ST_LEN, np.int64)
         self.ST[ST_STEP] = 1
@@ -884,17 +1000,28 @@ class _State:
         self.bf = np.zeros(max(t_count, 1) if prof.batched else 1, np.int64)
         self.bstarts = np.zeros(t_count + 1, np.int64)
         self.prio = _initial_priorities(tris, self.voff, P[P_KV])
+        # components (faces sharing vertices); small ones fit in one batch
+        cap_u = prof.max_uniques or prof.max_size
+        cap_s = prof.max_size or 3 * prof.max_uniques
+        self.comp, self.cinfo, self.cls_off, self.cls_comps = _components(
+            tris, vertex_count, self.voff, self.vfaces, cap_u if P[P_FILL] else 0, cap_s)
+        self.cls_ptr = self.cls_off[:-1].copy()
+        if P[P_FILL]:
+            small = np.zeros(self.cinfo.shape[0], np.bool_)
+            small[self.cls_comps] = True
+            self.prio[small[self.comp]] -= P[P_KR] // 2
 
     # step functions, called by the Python reference driver ----------------------------------
     def select(self, t):
         return _select(self.tris, t, self.prio, self.P, self.ST, self.W, self.scalars, self.pv,
                        self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces,
-                       self.rs, self.inrs, self.gmark, self.gval, self.rspos)
+                       self.rs, self.inrs, self.gmark, self.gval, self.rspos, self.cinfo,
+                       self.cls_off, self.cls_comps, self.cls_ptr)
 
     def emit(self, t, rot):
         n = _emit(self.tris, t, rot, self.P, self.ST, self.W, self.scalars,
                   self.pv, self.table, self.voff, self.vfaces, self.aoff, self.adj, self.rs, self.inrs,
-                  self.bf, self.flist, self.bfsq, self.rspos)
+                  self.bf, self.flist, self.bfsq, self.rspos, self.comp, self.cinfo)
         return self.W[:n, W_OUTF], self.W[:n, W_OUTD]
 
     def close_batch(self):
@@ -909,7 +1036,8 @@ class _State:
         _run_fast(self.tris, self.prio, self.P, self.ST, self.W, self.scalars,
                   self.pv, self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff,
                   self.vfaces, self.aoff, self.adj, self.rs, self.inrs, self.bf, self.flist,
-                  self.bfsq, self.bstarts, self.gmark, self.gval, self.rspos)
+                  self.bfsq, self.bstarts, self.gmark, self.gval, self.rspos, self.comp, self.cinfo,
+                  self.cls_off, self.cls_comps, self.cls_ptr)
 
     # results ------------------------------------------------------------------------------------
     def ordered_triangles(self):
@@ -971,7 +1099,7 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
     coefficients : dict, optional
         Overrides of ``k_r, k_v, k_d, k_n`` (integers).
     **options
-        ``lookahead`` (default True), ``rotate`` (default True), ``d_cap`` (10),
+        ``lookahead`` (default True), ``fill_small`` (default True), ``rotate`` (default True), ``d_cap`` (10),
         ``d_region`` ("ring" | "ball"), ``n_mode`` ("flag" | "count"), ``n_neighbourhood``
         ("vertex" | "edge"), ``renumber`` (default True: renumber vertices for a
         direct-mapped memory); see the module docstring.
