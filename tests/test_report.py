@@ -78,6 +78,10 @@ def test_report_sections_and_figures(smoke_report):
     assert "| ---" not in md and md.count("|---|") >= 6
     # the page is self-contained: no external resources
     assert not re.search(r'src="(?!data:)', html)
+    # the data behind the figures, as CSV
+    for name in ("matrix.csv", "frames.csv") + (("compare.csv",) if "asr_bars" in expected_figures() else ()):
+        assert str(out / name) in summary["data"]
+        assert len((out / name).read_text().splitlines()) > 5
     # no partial files left behind
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
@@ -132,3 +136,12 @@ def test_example_probe_this_gpu(tmp_path):
 def test_example_evaluate_scene():
     out = _example("examples/evaluate_scene.py", "sprites-2d", "--frames", "2", "--size", "128", "96")
     assert "baseline" in out and "evr+re" in out
+
+
+COVERED = {"optimize_for_gpu.py", "probe_this_gpu.py", "evaluate_scene.py"}
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "examples").glob("*.py") if p.name not in COVERED))
+def test_other_examples_run(script):
+    """Every other example runs as documented (no arguments)."""
+    _example(f"examples/{script}")

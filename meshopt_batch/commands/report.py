@@ -47,7 +47,8 @@ def run(args) -> int:
             load_scene(s)                    # a bad scene fails before anything runs
     out = build_report(args.out, scope, progress=False if args.no_progress else None)
     summary = {"html": str(out["html"]), "markdown": str(out["markdown"]),
-               "figures": [str(p) for p in out["figures"]], "scope": scope.name,
+               "figures": [str(p) for p in out["figures"]], "data": [str(p) for p in out["data"]],
+               "scope": scope.name,
                "seconds": round(out["seconds"], 2),
                "stages": {k: round(v, 2) for k, v in out["stages"].items()}}
     if args.json:

@@ -71,15 +71,19 @@ def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = No
         sec_probe = probe_section.probe_section(probe_data, meshes)
         sec_sim, matrix = simulate_section.simulate_section(sim_data, scope)
         sec_gl = glcheck_section.glcheck_section(sim_data, scope)
-        sec_anchor = anchors.anchors_section(cmp_df, matrix, scope.orders[0])
+        tables = _data_tables(cmp_data, matrix, sim_data)
+        sec_anchor = anchors.anchors_section(cmp_df, matrix, tables.get("frames.csv"), scope.orders[0])
         stages["figures"] = time.perf_counter() - t0
         outer.update(1)
         outer.close()
 
         overview = _overview(scope, meshes, mesh_notes, probe_data, stages,
-                             time.perf_counter() - t_start)
+                             time.perf_counter() - t_start, list(tables), out_dir)
         sections = [overview, sec_cmp, sec_probe, sec_sim, sec_gl, sec_anchor]
         written = write_report(sections, out_dir, "meshopt-batch report", _preamble())
+        for name, frame in tables.items():
+            _atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
+        written["data"] = [Path(out_dir) / name for name in tables]
         mesh_dir = Path(out_dir) / "meshes"
         mesh_dir.mkdir(exist_ok=True)
         for m in meshes:
@@ -101,7 +105,25 @@ def _preamble() -> list[str]:
     ]
 
 
-def _overview(scope, meshes, mesh_notes, probe_data, stages, seconds) -> Section:
+def _data_tables(cmp_data, matrix, sim_data) -> dict:
+    """The figures' data as tidy CSV tables written beside the report."""
+    out = {}
+    if cmp_data.get("available"):
+        out["compare.csv"] = cmp_data["result"].results
+    if matrix is not None and len(matrix):
+        out["matrix.csv"] = matrix
+    frames = []
+    for (scene, order), res in sim_data["runs"].items():
+        pf = res.per_frame
+        pf.insert(0, "order", order)
+        pf.insert(0, "scene", scene)
+        frames.append(pf)
+    if frames:
+        out["frames.csv"] = pd.concat(frames, ignore_index=True)
+    return out
+
+
+def _overview(scope, meshes, mesh_notes, probe_data, stages, seconds, data_files=(), out_dir="report") -> Section:
     sec = Section("overview", "0. This run")
     renderer = probe_data.get("info", {}).get("renderer") if probe_data.get("available") else None
     rows = [
@@ -115,5 +137,9 @@ def _overview(scope, meshes, mesh_notes, probe_data, stages, seconds) -> Section
     rows.append(("time: total before writing", f"{seconds:.1f} s"))
     sec.tables.append(Table("Run", pd.DataFrame(rows, columns=["item", "value"])))
     sec.paragraphs += [f"Note: {n}." for n in mesh_notes]
-    sec.commands = ["meshopt-batch report --out report" + (" --quick" if scope.name == "quick" else "")]
+    if data_files:
+        sec.paragraphs.append("The data behind the tables and figures is written beside this page as "
+                              + ", ".join(data_files) + " (tidy CSV, one row per mesh/profile/method, "
+                              "per scene/order/technique, and per frame).")
+    sec.commands = [scope.command(out_dir)]
     return sec

@@ -156,8 +156,11 @@ def probe_section(data: dict, meshes) -> Section:
         lo = min(batch["measured_asr"].min(), batch["predicted_asr"].min())
         hi = max(batch["measured_asr"].max(), batch["predicted_asr"].max())
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="predicted = measured")
-        for name, part in batch.groupby("profile", sort=False):
-            ax.scatter(part["measured_asr"], part["predicted_asr"], s=18, alpha=0.8, label=name)
+        markers = "osD^vPX*"
+        for i, (name, part) in enumerate(batch.groupby("profile", sort=False)):
+            ax.scatter(part["measured_asr"], part["predicted_asr"], s=40 - 3 * i, alpha=0.9, label=name,
+                       marker=markers[i % len(markers)], facecolors="none",
+                       edgecolors=f"C{i % 10}", linewidths=1.1)
         ax.set_xlabel(f"measured ASR on {info['renderer']}")
         ax.set_ylabel("predicted ASR")
         ax.grid(True, alpha=0.3)

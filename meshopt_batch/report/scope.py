@@ -49,6 +49,18 @@ class Scope:
     scenes: tuple | None = None
     mesh_paths: tuple = field(default=())
 
+    def command(self, out_dir) -> str:
+        """The ``meshopt-batch report`` command line that runs this scope."""
+        parts = [f"meshopt-batch report --out {out_dir}"]
+        parts.append({"quick": "--quick", "smoke": "--scope smoke"}.get(self.name, ""))
+        if self.mesh_paths:
+            parts.append("--meshes " + " ".join(str(p) for p in self.mesh_paths))
+        if self.scenes:
+            parts.append("--scenes " + " ".join(self.scenes))
+        if self.frames != SCOPES[self.name].frames:
+            parts.append(f"--frames {self.frames}")
+        return " ".join(p for p in parts if p)
+
     def describe(self) -> str:
         res = f"{self.size[0]}x{self.size[1]}" if self.size else "each scene's own resolution"
         frames = f"{self.frames} frames" if self.frames else "each scene's own frame count"

@@ -238,7 +238,17 @@ def _technique_bars(sec, own):
     grouped_bars(axes[2], own, "samples_per_pixel", "technique", "scene", groups=dsr_like, hues=scenes)
     axes[2].set_ylabel("samples per pixel")
     axes[2].set_title("sampling rate (DSR family)", fontsize=9)
-    axes[2].legend(fontsize=7, loc="upper right")
+    from .anchors import BAR_REFERENCES
+
+    for ax, col, groups in ((axes[0], "overshading_vs_baseline", techs), (axes[1], "tiles_skipped_pct", re_like),
+                            (axes[2], "samples_per_pixel", dsr_like)):
+        for i, t in enumerate(groups):
+            ref = BAR_REFERENCES.get((col, t))
+            if ref is not None:
+                ax.hlines(ref, i - 0.45, i + 0.45, colors="k", linestyles="--", lw=1.3, zorder=4,
+                          label="published" if ax is axes[2] else None)
+    handles, labels = axes[2].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7)
     by = own.groupby("technique")
     parts = []
     for t in techs:
@@ -247,7 +257,11 @@ def _technique_bars(sec, own):
     spp = "; ".join(f"{t} {_range(by.get_group(t)['samples_per_pixel'], '{:.3f}')}" for t in dsr_like)
     sec.figures.append(Figure(
         "technique_bars", fig,
-        f"Per technique and scene ({len(scenes)} scenes). Overshading relative to the baseline: "
+        f"Per technique and scene ({len(scenes)} scenes); dashed black: the papers' published averages ("
+        + ", ".join(f"{t} {v:g}" + {"overshading_vs_baseline": "x overshading", "tiles_skipped_pct": "% tiles skipped",
+                                     "samples_per_pixel": " samples per fragment"}[c]
+                    for (c, t), v in BAR_REFERENCES.items())
+        + "). Overshading relative to the baseline: "
         + "; ".join(parts) + f". Tiles skipped: {skip or 'n/a'}. Samples per pixel: {spp or 'n/a'}."))
 
 
@@ -264,7 +278,8 @@ def _order_bars(sec, m, scope):
     axes[0].axhline(1.0, color="k", lw=0.8)
     axes[0].set_ylabel("vertex-shader invocations / own order")
     axes[0].set_title("geometry stage: vertex shading per triangle order", fontsize=9)
-    axes[0].legend(fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7)
     grouped_bars(axes[1], best, "speedup_vs_original_baseline", "scene", "order", hues=list(scope.orders))
     axes[1].set_ylabel("speed-up over baseline, own order")
     axes[1].set_title("best technique per order: whole-frame speed-up", fontsize=9)
