@@ -238,3 +238,13 @@ def test_small_components_fill_batches():
         assert len(set(batch_of[card & (first_vertex == v0)])) == 1
     ref = optimize_batch(tris, V, queue="fibheap")
     assert np.array_equal(ref.triangles, on.triangles)
+
+
+@pytest.mark.parametrize("coefficients", [{"k_r": 100000, "k_v": -1000, "k_d": -300, "k_n": 5000},
+                                          {"k_r": 1, "k_v": 7, "k_d": 3, "k_n": -2}])
+def test_unusual_coefficients_agree(coefficients):
+    """Priorities far outside the first bucket range (the bucket array regrows)."""
+    mesh = meshes.torus(30, 12)
+    a = optimize_batch(mesh.triangles, mesh.vertex_count, coefficients=coefficients)
+    b = optimize_batch(mesh.triangles, mesh.vertex_count, coefficients=coefficients, queue="fibheap")
+    assert np.array_equal(a.triangles, b.triangles)
