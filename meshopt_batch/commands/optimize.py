@@ -43,7 +43,8 @@ def add_parser(subparsers):
     p.add_argument("--keep-16bit-boundaries", action="store_true",
                    help="batch: skip the 16-bit boundary fix (no vertex copies) on NVIDIA profiles")
     p.add_argument("--no-lookahead", action="store_true",
-                   help="batch: try only the queue's top triangle, as the paper's Algorithm 2 prints it")
+                   help="batch: emit only the queue's top triangle, as the paper's Algorithm 2 prints it "
+                   "(no lookahead among two-vertex candidates, no small-component filling)")
     p.add_argument("--queue", choices=("fast", "fibheap"), default="fast",
                    help="batch: compiled bucket queue (default) or the fibheap package (slow reference)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -111,6 +112,7 @@ def run(args) -> int:
             options["fix_16bit"] = False
         if args.no_lookahead:
             options["lookahead"] = False
+            options["fill_small"] = False
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
