@@ -3,7 +3,10 @@
 Issue 7's targets: each technique's wall time at most 1.5x the baseline's, and 60 frames of
 every shipped scene with every technique in under 5 minutes on 2 cores.  One ``simulate`` run per
 scene renders all techniques on the same frames (geometry and binning are shared); a technique's
-time is its raster time plus its own hook time (``timings["raster"]`` + ``timings["techniques"]``).
+time is its raster time plus its own hook time (``timings["raster"]`` + ``timings["techniques"]``;
+"hook ms" is the latter alone: sorting, signatures, FVP, DCT, MSSIM).  A technique's raster
+time includes what its record options cost inside the raster stage (VRO's occlusion table runs
+single-threaded; reordered lists leave the raster's program-order fast path).
 DSR's MSSIM reference is the shared baseline render, so its cost is in the baseline's column.
 A 1-frame warm-up run loads or compiles the numba caches first.
 
@@ -56,6 +59,7 @@ def scene_table(scene: str, frames: int) -> tuple[list[dict], float]:
         s = run.summaries.get(tech, {})
         out.append({
             "scene": scene, "technique": tech, "ms_per_frame": 1000 * t / frames,
+            "hook_ms_per_frame": 1000 * tm["techniques"][tech] / frames,
             "time_vs_baseline": t / base_t if base_t else float("nan"),
             "shaded_vs_baseline": _sum(rows, tech, "fragments_shaded") / base_shaded if base_shaded else float("nan"),
             "overshading": _sum(rows, tech, "fragments_shaded") / max(_sum(rows, tech, "covered_pixels"), 1),
@@ -73,10 +77,10 @@ def _fmt(v, f="{:.3f}"):
 
 
 def print_table(rows):
-    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'t/base':>7s} {'shaded/base':>11s} "
+    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'hook ms':>7s} {'t/base':>7s} {'shaded/base':>11s} "
           f"{'oversh.':>7s} {'skip%':>6s} {'pred.acc':>8s} {'spp':>6s} {'MSSIMmin':>8s}")
     for r in rows:
-        print(f"{r['scene']:15s} {r['technique']:9s} {r['ms_per_frame']:9.1f} "
+        print(f"{r['scene']:15s} {r['technique']:9s} {r['ms_per_frame']:9.1f} {r['hook_ms_per_frame']:7.1f} "
               f"{r['time_vs_baseline']:7.2f} {r['shaded_vs_baseline']:11.3f} {r['overshading']:7.3f} "
               f"{r['tiles_skipped_pct']:6.1f} {_fmt(r['prediction_accuracy']):>8s} "
               f"{_fmt(r['samples_per_pixel']):>6s} {_fmt(r['mssim_min'], '{:.4f}'):>8s}")
@@ -106,14 +110,19 @@ def anchors(rows):
     print(f"VRO heuristic share of selections (paper 000)      ~13%       {100 * mean('vro', 'vro_heuristic_share'):.1f}%")
 
 
-def search_dsr(frames: int, width: int = 598, height: int = 384):
-    """Run DSR's parameter search (paper 004 Algorithms 1-2) over the shipped scenes."""
+def search_dsr(frames: int, width: int = 1196, height: int = 768, threshold: float = 0.955):
+    """Run DSR's parameter search (paper 004 Algorithms 1-2) over the shipped scenes.
+
+    ``threshold`` is a little above the paper's 0.95: the search's composite-frame MSSIM is
+    exact only away from tile borders, and the defaults must hold over 60 frames, not 20."""
     from pipeline_model.pipeline import FrameContext, run_frames  # noqa: F401
     from pipeline_model.raster import render_frame
     from pipeline_model.techniques import dsr
 
+    # city-ordered draws the same picture as city-unordered (only the order differs)
+    scenes = [s for s in shipped_scenes() if s != "city-ordered"]
     seqs = []
-    for scene in shipped_scenes():
+    for scene in scenes:
         data = list(run_frames(scene, range(frames), width=width, height=height))
 
         def render(f, rates, data=data):
@@ -122,11 +131,11 @@ def search_dsr(frames: int, width: int = 598, height: int = 384):
 
         seqs.append((render, frames, width, height, ()))
     t0 = time.perf_counter()
-    params, report = dsr.search_parameters(seqs)
+    params, report = dsr.search_parameters(seqs, threshold=threshold)
     print(f"DSR parameter search over {len(seqs)} scenes x {frames} frames at {width}x{height}: "
           f"{time.perf_counter() - t0:.0f} s")
     print(json.dumps(params.as_dict()))
-    for scene, rep in zip(shipped_scenes(), report):
+    for scene, rep in zip(scenes, report):
         print(f"  {scene:15s} ASR {rep['asr']:.3f}  worst MSSIM {rep['mssim_min']:.4f}  errors {rep['errors']}")
     return params
 
@@ -139,7 +148,7 @@ def main():
     ap.add_argument("--search-dsr", action="store_true")
     a = ap.parse_args()
     if a.search_dsr:
-        search_dsr(a.frames if a.frames != 60 else 20)
+        search_dsr(a.frames)
         return
     scenes = a.scenes.split(",") if a.scenes else shipped_scenes()
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ def luma(image: np.ndarray) -> np.ndarray:
     """BT.601 luma of an (H, W, 3) image, float32 in the image's own scale (0..255 for uint8)."""
     a = np.asarray(image)
     if a.ndim == 2:
-        return a.astype(np.float32)
+        return np.asarray(a, np.float32)
     return a[..., :3].astype(np.float32) @ _LUMA
 
 
@@ -50,16 +50,17 @@ def _kernel(sigma=1.5, truncate=3.5) -> np.ndarray:
 _K = _kernel()
 
 
-@nb.njit(cache=True, fastmath=False)
-def _mssim(xp, yp, k, crop):
-    """Mean SSIM of two planes padded by r = len(k)//2 on each side ('reflect' borders)."""
+@nb.njit(cache=True, parallel=True)
+def _mssim(xp, yp, k, crop, out_map):
+    """Mean SSIM of two planes padded by r = len(k)//2 on each side ('reflect' borders);
+    the per-pixel map goes to ``out_map`` when it is (h, w) (all pixels, crop or not)."""
     r = k.shape[0] // 2
     h = xp.shape[0] - 2 * r
     w = xp.shape[1] - 2 * r
     hp = xp.shape[0]
     # horizontal pass on every padded row: 5 moments
     tmp = np.zeros((5, hp, w), np.float32)
-    for i in range(hp):
+    for i in nb.prange(hp):
         for t in range(2 * r + 1):
             kv = k[t]
             for j in range(w):
@@ -72,26 +73,32 @@ def _mssim(xp, yp, k, crop):
                 tmp[4, i, j] += kv * (xv * yv)
     c1 = np.float32((0.01 * 255.0) ** 2)
     c2 = np.float32((0.03 * 255.0) ** 2)
-    acc = np.zeros((5, w), np.float32)
-    total = 0.0
-    for i in range(crop, h - crop):
-        acc[:, :] = 0.0
+    rows = np.zeros(h, np.float64)
+    full = out_map.shape[0] == h
+    lo = 0 if full else crop
+    hi = h if full else h - crop
+    for i in nb.prange(lo, hi):
+        acc = np.zeros((5, w), np.float32)
         for t in range(2 * r + 1):
             kv = k[t]
             for c in range(5):
                 for j in range(w):
                     acc[c, j] += kv * tmp[c, i + t, j]
         row = 0.0
-        for j in range(crop, w - crop):
+        for j in range(0 if full else crop, w if full else w - crop):
             ux = acc[0, j]
             uy = acc[1, j]
             vx = acc[2, j] - ux * ux
             vy = acc[3, j] - uy * uy
             vxy = acc[4, j] - ux * uy
-            row += ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
-        total += row
+            v = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
+            if full:
+                out_map[i, j] = v
+            if crop <= i < h - crop and crop <= j < w - crop:
+                row += v
+        rows[i] = row
     n = (h - 2 * crop) * (w - 2 * crop)
-    return total / n if n > 0 else 1.0
+    return rows.sum() / n if n > 0 else 1.0
 
 
 def _mssim_plane(a: np.ndarray, b: np.ndarray) -> float:
@@ -100,11 +107,12 @@ def _mssim_plane(a: np.ndarray, b: np.ndarray) -> float:
         return float(_ssim(a, b, False))
     pa = np.pad(np.asarray(a, np.float32), r, mode="symmetric")  # = scipy/skimage "reflect"
     pb = np.pad(np.asarray(b, np.float32), r, mode="symmetric")
-    return float(_mssim(pa, pb, _K, r))
+    return float(_mssim(pa, pb, _K, r, np.zeros((1, 1), np.float32)))
 
 
 def mssim(image: np.ndarray, reference: np.ndarray, channel: str = "luma") -> float:
-    """MSSIM of ``image`` against ``reference`` (uint8 (H, W, 3) or (H, W)); 1.0 when equal."""
+    """MSSIM of ``image`` against ``reference``: uint8 (H, W, 3) images, or (H, W) planes
+    (already luma, e.g. from :func:`luma`); 1.0 when equal."""
     if image.shape != reference.shape:
         raise ValueError(f"mssim: shapes differ {image.shape} vs {reference.shape}")
     if channel == "luma":
@@ -124,6 +132,12 @@ def mssim_reference(image: np.ndarray, reference: np.ndarray) -> float:
 
 
 def ssim_map(image: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Per-pixel SSIM (H, W) on luma.  :func:`mssim` is the mean of this map with a border of
-    5 pixels (half the window) left out, as scikit-image computes it."""
-    return _ssim(luma(image), luma(reference), True)[1]
+    """Per-pixel SSIM (H, W) float32 on luma.  :func:`mssim` is the mean of this map with a
+    border of 5 pixels (half the window) left out, as scikit-image computes it."""
+    a, b = luma(image), luma(reference)
+    r = _K.shape[0] // 2
+    if min(a.shape) <= 2 * r:
+        return _ssim(a, b, True)[1].astype(np.float32)
+    out = np.zeros(a.shape, np.float32)
+    _mssim(np.pad(a, r, mode="symmetric"), np.pad(b, r, mode="symmetric"), _K, r, out)
+    return out

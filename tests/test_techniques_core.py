@@ -257,3 +257,17 @@ def test_fast_mssim_matches_scikit_image():
     for b in (np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8),
               np.where(np.arange(90)[None, :, None] < 45, a // 2, a).astype(np.uint8)):
         assert quality.mssim(b, a) == pytest.approx(quality.mssim_reference(b, a), abs=1e-5)
+
+
+def test_ssim_map_matches_scikit_image_map():
+    from skimage.metrics import structural_similarity
+
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    b = np.clip(a.astype(int) + rng.integers(-40, 40, a.shape), 0, 255).astype(np.uint8)
+    ref = structural_similarity(quality.luma(b).astype(np.float64), quality.luma(a).astype(np.float64),
+                                data_range=255.0, gaussian_weights=True, sigma=1.5,
+                                use_sample_covariance=False, full=True)[1]
+    m = quality.ssim_map(b, a)
+    assert np.allclose(m, ref, atol=1e-4)
+    assert m[5:-5, 5:-5].mean() == pytest.approx(quality.mssim(b, a), abs=1e-6)
