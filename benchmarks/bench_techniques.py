@@ -4,7 +4,8 @@ Issue 7's targets: each technique's wall time at most 1.5x the baseline's, and 6
 every shipped scene with every technique in under 5 minutes on 2 cores.  One ``simulate`` run per
 scene renders all techniques on the same frames (geometry and binning are shared); a technique's
 time is its raster time plus its own hook time (``timings["raster"]`` + ``timings["techniques"]``;
-"hook ms" is the latter alone: sorting, signatures, FVP, DCT, MSSIM).  A technique's raster
+"hook ms" is the latter alone: sorting, signatures, FVP, DCT, MSSIM; "-MSSIM" is the ratio
+without DSR's quality measurement, which reports on DSR rather than being part of it).  A technique's raster
 time includes what its record options cost inside the raster stage (VRO's occlusion table runs
 single-threaded; reordered lists leave the raster's program-order fast path).
 DSR's MSSIM reference is the shared baseline render, so its cost is in the baseline's column.
@@ -57,10 +58,12 @@ def scene_table(scene: str, frames: int) -> tuple[list[dict], float]:
         t = tm["raster"][tech] + tm["techniques"][tech]
         n_tiles = _sum(rows, tech, "tiles_rendered") + _sum(rows, tech, "tiles_skipped")
         s = run.summaries.get(tech, {})
+        tq = t - s.get("dsr_quality_seconds", 0.0)  # without DSR's MSSIM measurement
         out.append({
             "scene": scene, "technique": tech, "ms_per_frame": 1000 * t / frames,
             "hook_ms_per_frame": 1000 * tm["techniques"][tech] / frames,
             "time_vs_baseline": t / base_t if base_t else float("nan"),
+            "time_vs_baseline_no_quality": tq / base_t if base_t else float("nan"),
             "shaded_vs_baseline": _sum(rows, tech, "fragments_shaded") / base_shaded if base_shaded else float("nan"),
             "overshading": _sum(rows, tech, "fragments_shaded") / max(_sum(rows, tech, "covered_pixels"), 1),
             "tiles_skipped_pct": 100 * _sum(rows, tech, "tiles_skipped") / n_tiles if n_tiles else 0.0,
@@ -77,11 +80,12 @@ def _fmt(v, f="{:.3f}"):
 
 
 def print_table(rows):
-    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'hook ms':>7s} {'t/base':>7s} {'shaded/base':>11s} "
+    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'hook ms':>7s} {'t/base':>7s} {'-MSSIM':>7s} {'shaded/base':>11s} "
           f"{'oversh.':>7s} {'skip%':>6s} {'pred.acc':>8s} {'spp':>6s} {'MSSIMmin':>8s}")
     for r in rows:
         print(f"{r['scene']:15s} {r['technique']:9s} {r['ms_per_frame']:9.1f} {r['hook_ms_per_frame']:7.1f} "
-              f"{r['time_vs_baseline']:7.2f} {r['shaded_vs_baseline']:11.3f} {r['overshading']:7.3f} "
+              f"{r['time_vs_baseline']:7.2f} {r['time_vs_baseline_no_quality']:7.2f} "
+              f"{r['shaded_vs_baseline']:11.3f} {r['overshading']:7.3f} "
               f"{r['tiles_skipped_pct']:6.1f} {_fmt(r['prediction_accuracy']):>8s} "
               f"{_fmt(r['samples_per_pixel']):>6s} {_fmt(r['mssim_min'], '{:.4f}'):>8s}")
 
@@ -164,10 +168,17 @@ def main():
     print(f"warm-up {warm:.1f} s; {len(scenes)} scenes x {a.frames} frames x {len(TECHNIQUES)} "
           f"techniques: {total:.1f} s (target {TOTAL_TARGET_SECONDS:.0f} s)\n")
     print_table(rows)
-    worst = max((r for r in rows if r["technique"] not in ("baseline", "dr", "oracle")),
-                key=lambda r: r["time_vs_baseline"])
+    mine = [r for r in rows if r["technique"] not in ("baseline", "dr", "oracle")]
+    worst = max(mine, key=lambda r: r["time_vs_baseline"])
+    worst_nq = max(mine, key=lambda r: r["time_vs_baseline_no_quality"])
     print(f"\nworst technique overhead: {worst['technique']} on {worst['scene']} "
-          f"{worst['time_vs_baseline']:.2f}x baseline (target <= {OVERHEAD_TARGET}x)")
+          f"{worst['time_vs_baseline']:.2f}x baseline (target <= {OVERHEAD_TARGET}x); without "
+          f"DSR's MSSIM check: {worst_nq['technique']} on {worst_nq['scene']} "
+          f"{worst_nq['time_vs_baseline_no_quality']:.2f}x")
+    for tech in dict.fromkeys(r["technique"] for r in mine):
+        tt = [r["ms_per_frame"] for r in rows if r["technique"] == tech]
+        bb = [r["ms_per_frame"] for r in rows if r["technique"] == "baseline"]
+        print(f"  {tech:8s} all scenes: {sum(tt) / sum(bb):.2f}x baseline time")
     anchors(rows)
     if a.json:
         with open(a.json, "w") as fh:

@@ -26,7 +26,9 @@ pairs with the Local-Minimum reduction, then the reduce pairs with the increase 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import scipy.fft
@@ -88,16 +90,18 @@ def tile_dct(image: np.ndarray, tile: int = 16) -> np.ndarray:
     return scipy.fft.dctn(tile_luma(image, tile), axes=(1, 2), norm="ortho")
 
 
+@lru_cache(maxsize=8)
+def _diagonal_order(t: int):
+    k = np.add.outer(np.arange(t), np.arange(t)).ravel()
+    order = np.argsort(k, kind="stable")
+    return order, np.searchsorted(k[order], np.arange(2 * t - 1))
+
+
 def diagonal_max(coefs: np.ndarray) -> np.ndarray:
     """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k``."""
     n, t, _ = coefs.shape
-    a = np.abs(coefs).reshape(n, t * t)
-    k = np.add.outer(np.arange(t), np.arange(t)).ravel()
-    out = np.zeros((n, 2 * t - 1))
-    order = np.argsort(k, kind="stable")
-    starts = np.searchsorted(k[order], np.arange(2 * t - 1))
-    out[:] = np.maximum.reduceat(a[:, order], starts, axis=1)
-    return out
+    order, starts = _diagonal_order(t)
+    return np.maximum.reduceat(np.abs(coefs).reshape(n, t * t)[:, order], starts, axis=1)
 
 
 def suffix_max(diag_max: np.ndarray) -> np.ndarray:
@@ -318,6 +322,7 @@ class DSRController:
         self.table = DSRState(self.params)
         self.spp: list[float] = []
         self.mssim: list[tuple[int, float, bool]] = []  # (frame, MSSIM, first after a cut)
+        self.quality_seconds = 0.0  # time spent measuring MSSIM (reporting, not the technique)
         self._rate = None
 
     def rate(self, ctx) -> np.ndarray | None:
@@ -332,6 +337,7 @@ class DSRController:
         self.table.update(y, f.tile)
         out = {"samples_per_pixel": spp}
         if self.quality:
+            t0 = time.perf_counter()
             if not self._rate.any():
                 q = 1.0
             else:
@@ -342,11 +348,12 @@ class DSRController:
             cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
             self.mssim.append((int(ctx.index), q, cut))
             out["mssim"] = q
+            self.quality_seconds += time.perf_counter() - t0
         return out
 
     def summary(self) -> dict:
         out = {"samples_per_pixel": float(np.mean(self.spp)) if self.spp else 1.0,
-               "dsr_params": self.params.as_dict()}
+               "dsr_params": self.params.as_dict(), "dsr_quality_seconds": self.quality_seconds}
         if self.quality and self.mssim:
             judged = [(i, q) for i, q, cut in self.mssim if not cut]
             worst = min(judged, key=lambda r: r[1]) if judged else (None, 1.0)

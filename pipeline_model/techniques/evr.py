@@ -74,29 +74,42 @@ __all__ = [
 Z_MARGIN = 1e-6
 
 
+@nb.njit(cache=True)
+def _depth_floor(xy, z, width, height, margin):
+    n = xy.shape[0]
+    out = np.empty(n)
+    for t in range(n):
+        x0, y0 = xy[t, 0, 0], xy[t, 0, 1]
+        e1x, e1y = xy[t, 1, 0] - x0, xy[t, 1, 1] - y0
+        e2x, e2y = xy[t, 2, 0] - x0, xy[t, 2, 1] - y0
+        z0 = np.float64(z[t, 0])
+        dz1 = np.float64(z[t, 1]) - z0
+        dz2 = np.float64(z[t, 2]) - z0
+        det = e1x * e2y - e2x * e1y
+        gx = 0.0
+        gy = 0.0
+        if det != 0.0:
+            gx = (dz1 * e2y - dz2 * e1y) / det
+            gy = (dz2 * e1x - dz1 * e2x) / det
+        mx = float(width)
+        my = float(height)
+        zmin = z0
+        for k in range(3):
+            mx = max(mx, abs(xy[t, k, 0]))
+            my = max(my, abs(xy[t, k, 1]))
+            zmin = min(zmin, np.float64(z[t, k]))
+        s = 1.0 + abs(gx) * mx + abs(gy) * my
+        out[t] = zmin - margin * (1.0 + 2.0 * s)
+    return out
+
+
 def fragment_depth_floor(frame) -> np.ndarray:
     """(N,) a lower bound on the depth of every fragment of each triangle (float64).
 
     ``Znear`` (the smallest vertex depth) less the float32 plane-evaluation error bound of
     :data:`Z_MARGIN`; used by EVR+RE's depth exclusion, where an off-by-an-ulp would matter.
     """
-    n = frame.n_triangles
-    if n == 0:
-        return np.zeros(0)
-    xy = frame.xy
-    z = frame.z.astype(np.float64)
-    e1 = xy[:, 1] - xy[:, 0]
-    e2 = xy[:, 2] - xy[:, 0]
-    dz1 = z[:, 1] - z[:, 0]
-    dz2 = z[:, 2] - z[:, 0]
-    det = e1[:, 0] * e2[:, 1] - e2[:, 0] * e1[:, 1]
-    safe = np.where(det == 0, 1.0, det)
-    gx = np.where(det == 0, 0.0, (dz1 * e2[:, 1] - dz2 * e1[:, 1]) / safe)
-    gy = np.where(det == 0, 0.0, (dz2 * e1[:, 0] - dz1 * e2[:, 0]) / safe)
-    mx = np.maximum(np.abs(xy[..., 0]).max(axis=1), frame.width)
-    my = np.maximum(np.abs(xy[..., 1]).max(axis=1), frame.height)
-    s = 1.0 + np.abs(gx) * mx + np.abs(gy) * my
-    return z.min(axis=1) - Z_MARGIN * (1.0 + 2.0 * s)
+    return _depth_floor(frame.xy, frame.z, frame.width, frame.height, Z_MARGIN)
 
 
 @dataclass
