@@ -10,6 +10,7 @@ import base64
 import html
 import io
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,16 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;
 text-align:right}th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}
 img{max-width:100%}figcaption{font-size:14px;color:#444;margin-top:.3em}nav a{margin-right:1em}
-pre{background:#f6f6f6;padding:.5em;font-size:12px;overflow-x:auto}
+code{background:#f3f3f3;padding:0 .2em}pre{background:#f6f6f6;padding:.5em;font-size:12px;overflow-x:auto}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"""
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    """Escape for HTML; `code` spans become <code> (the Markdown twin keeps the backticks)."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
 
 
 def write_report(sections: list[Section], out_dir: "str | Path", title: str, preamble: list[str]) -> dict:
@@ -113,7 +122,7 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
         body.append(f'<h2 id="{section.anchor}">{html.escape(section.title)}</h2>')
         for para in section.paragraphs:
             md += [para, ""]
-            body.append(f"<p>{html.escape(para)}</p>")
+            body.append(f"<p>{_inline(para)}</p>")
         if section.commands:
             md += ["```sh", *section.commands, "```", ""]
             body.append("<pre>" + html.escape("\n".join(section.commands)) + "</pre>")
@@ -128,7 +137,7 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
             md += [f"![{fig.name}]({fig.name}.png)", "", fig.caption, ""]
             b64 = base64.b64encode(data).decode("ascii")
             body.append(f'<figure><img alt="{html.escape(fig.name)}" src="data:image/png;base64,{b64}">'
-                        f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>")
+                        f"<figcaption>{_inline(fig.caption)}</figcaption></figure>")
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
             + f"</title><style>{_CSS}</style></head><body>" + "\n".join(body) + "</body></html>")
     html_path, md_path = out / "index.html", out / "report.md"

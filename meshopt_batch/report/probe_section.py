@@ -119,8 +119,7 @@ def probe_section(data: dict, meshes) -> Section:
         return sec
     info, suite, res, acc = data["info"], data["suite"], data["fit"], data["accuracy"]
     prof = res.profile
-    names = meshes[0].shown if meshes else ""
-    sec.commands = [f"meshopt-batch probe {names}", "meshopt-batch probe --fit"]
+    sec.commands = ["meshopt-batch probe --fit"] + [f"meshopt-batch probe {m.shown}" for m in meshes]
     sec.paragraphs.append(
         f"Renderer: {info['renderer']} ({info['vendor']}; OpenGL {info['version']}). "
         f"Vertex-shader invocations are counted by {'the pipeline-statistics query and ' if info['pipeline_statistics'] else ''}"

@@ -74,7 +74,7 @@ _PROCEDURAL_QUICK = (("icosphere", (4,)), ("uv_sphere", (32, 64)), ("torus", (64
                      ("grid", (48,)))
 
 SCOPES = {
-    "full": Scope("full", procedural=_PROCEDURAL_FULL, shared="all", frames=24),
+    "full": Scope("full", procedural=_PROCEDURAL_FULL, shared="all", max_shared_triangles=2_000_000),
     "quick": Scope("quick", procedural=_PROCEDURAL_QUICK, shared="bunny", frames=4,
                    size=(598, 384), probe_orders=("original", "shuffled"),
                    probe_random=30),
