@@ -146,11 +146,19 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
     return {"html": html_path, "markdown": md_path, "figures": written}
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, data: bytes):
+    """Write ``path`` complete or not at all, with the permissions a plain ``open`` would give."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
