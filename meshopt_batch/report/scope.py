@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import MeshoptBatchError
@@ -47,7 +47,7 @@ class Scope:
     compare_profiles: tuple | None = None
     orders: tuple = ORDERS
     scenes: tuple | None = None
-    mesh_paths: tuple = field(default=())
+    mesh_paths: tuple = ()
 
     def command(self, out_dir) -> str:
         """The ``meshopt-batch report`` command line that runs this scope."""
