@@ -119,7 +119,7 @@ def search_dsr(frames: int, width: int = 1196, height: int = 768, threshold: flo
 
     ``threshold`` is a little above the paper's 0.95: the search's composite-frame MSSIM is
     exact only away from tile borders, and the defaults must hold over 60 frames, not 20."""
-    from pipeline_model.pipeline import FrameContext, run_frames  # noqa: F401
+    from pipeline_model.pipeline import run_frames
     from pipeline_model.raster import render_frame
     from pipeline_model.techniques import dsr
 
