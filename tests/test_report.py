@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -106,8 +107,11 @@ def test_report_bad_arguments(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-def _example(*args, timeout=300):
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+def _example(script, *args, timeout=300):
+    """Run an example as a user would, from a scratch folder so files it writes stay out of the repo."""
+    with tempfile.TemporaryDirectory() as scratch:
+        proc = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True,
+                              cwd=scratch, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
