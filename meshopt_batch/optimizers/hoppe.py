@@ -39,6 +39,7 @@ from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..topology import vertex_faces
+from ._buckets import bucket_link, bucket_unlink
 from ._util import check_cache_size, gather, prepare
 
 __all__ = ["optimize_hoppe", "hoppe_order", "DEFAULT_CACHE_SIZE", "DEFAULT_RESTART_MARGIN"]
@@ -92,28 +93,6 @@ def _edge_adjacency(tris, offsets, faces):
     return nbr, nbr_edge
 
 
-@njit(cache=True, inline="always")
-def _unlink(f, c, head, nxt, prv):
-    p = prv[f]
-    q = nxt[f]
-    if p >= 0:
-        nxt[p] = q
-    else:
-        head[c] = q
-    if q >= 0:
-        prv[q] = p
-
-
-@njit(cache=True, inline="always")
-def _link(f, c, head, nxt, prv):
-    h = head[c]
-    nxt[f] = h
-    prv[f] = -1
-    if h >= 0:
-        prv[h] = f
-    head[c] = f
-
-
 @njit(cache=True)
 def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
     t_count = tris.shape[0]
@@ -132,7 +111,7 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
             if nbr[t, e] >= 0:
                 n += 1
         free_nbrs[t] = n
-        _link(t, n, head, nxt, prv)
+        bucket_link(t, n, head, nxt, prv)
 
     # FIFO cache simulation: v is cached iff seq[v] >= misses - cache_size
     seq = np.full(vertex_count, -(1 << 62), np.int64)
@@ -182,14 +161,14 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
                 done[f] = True
                 order[written] = f
                 written += 1
-                _unlink(f, free_nbrs[f], head, nxt, prv)
+                bucket_unlink(f, free_nbrs[f], head, nxt, prv)
                 for e in range(3):
                     h = nbr[f, e]
                     if h >= 0 and not done[h]:
                         c = free_nbrs[h]
-                        _unlink(h, c, head, nxt, prv)
+                        bucket_unlink(h, c, head, nxt, prv)
                         free_nbrs[h] = c - 1
-                        _link(h, c - 1, head, nxt, prv)
+                        bucket_link(h, c - 1, head, nxt, prv)
                 for i in range(3):
                     v = tris[f, i]
                     if seq[v] < misses - cache_size:

@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from ..topology import vertex_faces
+from ._buckets import bucket_link, bucket_unlink
 from ._util import check_cache_size, gather, prepare
 
 __all__ = ["optimize_kcache", "kcache_order", "DEFAULT_CACHE_SIZE", "WEIGHT_C2", "WEIGHT_C3"]
@@ -117,28 +118,6 @@ def _sort_fans(tris, offsets, faces):
 
 
 @njit(cache=True, inline="always")
-def _bucket_remove(v, c, head, nxt, prv):
-    p = prv[v]
-    q = nxt[v]
-    if p >= 0:
-        nxt[p] = q
-    else:
-        head[c] = q
-    if q >= 0:
-        prv[q] = p
-
-
-@njit(cache=True, inline="always")
-def _bucket_push(v, c, head, nxt, prv):
-    h = head[c]
-    nxt[v] = h
-    prv[v] = -1
-    if h >= 0:
-        prv[h] = v
-    head[c] = v
-
-
-@njit(cache=True, inline="always")
 def _corner_of(tris, g, v):
     """First corner of face ``g`` that holds vertex ``v``."""
     if tris[g, 0] == v:
@@ -174,7 +153,7 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3, sim_cap):
     prv = np.full(vertex_count, -1, np.int64)
     for v in range(vertex_count - 1, -1, -1):
         if live[v] > 0:
-            _bucket_push(v, live[v], head, nxt, prv)
+            bucket_link(v, live[v], head, nxt, prv)
     min_bucket = 1
 
     # FIFO cache: vertex v is cached iff seq[v] >= pushes - k (pushes only happen on misses)
@@ -285,10 +264,10 @@ def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
             pos[g, _corner_of(tris, g, v)] = j
         adj[last] = f
         pos[f, i] = last
-        _bucket_remove(v, n, head, nxt, prv)
+        bucket_unlink(v, n, head, nxt, prv)
         live[v] = n - 1
         if n > 1:
-            _bucket_push(v, n - 1, head, nxt, prv)
+            bucket_link(v, n - 1, head, nxt, prv)
             if n - 1 < min_bucket:
                 min_bucket = n - 1
     return min_bucket
