@@ -343,6 +343,9 @@ def simulate(scene: "str | Path | Scene | dict",
     timings = {"geometry": 0.0, "binning": 0.0, "raster": {n: 0.0 for n in names},
                "techniques": {n: 0.0 for n in names}, "gl_check": 0.0}
     previous: dict[str, np.ndarray | None] = {n: None for n in names}
+    # per-tile covered pixels of each technique's last picture: a tile RE skips keeps last
+    # frame's colours and so its coverage (the overshading denominator, see pipeline_model.stats)
+    previous_covered: dict[str, np.ndarray | None] = {n: None for n in names}
     bar = _progress(progress, n_frames * len(techs), sc.name)
     try:
         for fi in range(first_frame, first_frame + n_frames):
@@ -366,8 +369,11 @@ def simulate(scene: "str | Path | Scene | dict",
                 timings["raster"][tech.name] += ctx.raster_seconds - r0
                 timings["techniques"][tech.name] += (s1 - s0) - (ctx.raster_seconds - r0)
                 row: dict[str, Any] = {"technique": tech.name, "frame": fi}
+                covered_tiles = _stats.covered_per_tile(frame, res, previous_covered[tech.name])
+                previous_covered[tech.name] = covered_tiles
                 row.update(_stats.frame_counters(frame, tiles, res, cost_table,
-                                                 hsr=bool(getattr(req, "hsr_pass", False))))
+                                                 hsr=bool(getattr(req, "hsr_pass", False)),
+                                                 covered_tiles=covered_tiles))
                 row.update(extra)
                 if check_images and getattr(tech, "exact", True):
                     row["image_diff_pixels"] = int(np.count_nonzero(

@@ -37,10 +37,29 @@ fragments_rasterized (main pass), hsr_fragments (DR's extra depth-only pass over
 WOZ triangles; estimated per tile from their share of the tile's list entries when the raster
 stage does not count it), early_z_killed,
 fragments_shaded, fragments_blended, samples (shaded samples: superfragments count once under
-DSR), covered_pixels (pixels covered by at least one fragment, the overshading denominator),
-overshading (fragments_shaded / covered_pixels), shader_cycles, tiles_rendered, tiles_skipped,
+DSR), covered_pixels (pixels of the frame's picture covered by at least one fragment, the
+overshading denominator, see below), overshading (fragments_shaded / covered_pixels),
+shader_cycles, tiles_rendered, tiles_skipped,
 parameter_bytes_written / parameter_bytes_read, vertex_bytes, texture_bytes, colour_bytes,
 memory_bytes, geometry_cycles, raster_cycles, cycles, energy (nJ).
+
+Overshading and covered pixels
+------------------------------
+Overshading is "shaded fragments per covered pixel" **of the frame**: the numerator is the work a
+technique did (fragments it shaded), the denominator the coverage of the picture it produced.
+A tile that Rendering Elimination skips (RE, EVR+RE, VRO+RE) shades nothing, but its pixels are
+still in the picture: the tile keeps the previous frame's colours, which by construction (equal
+signature) are the picture of that tile in this frame too.  So the covered pixels of a skipped
+tile are those of the last frame in which the *same technique* rendered it, carried from frame
+to frame per tile (:func:`covered_per_tile` with ``previous=``; the frame loop,
+:func:`pipeline_model.pipeline.simulate`, keeps the per-tile counts of each technique as it keeps
+its previous colours).  For every exact technique (DR, oracle, VRO, EVR, RE and their
+combinations) covered_pixels therefore equals the baseline's on every frame, and RE's overshading
+drops by the fragments of the tiles it skipped instead of counting only the rendered tiles.  DSR
+keeps its own definition: a pixel that a replicated superfragment wrote is covered (the raster
+stage's per-pixel ``covered`` counts replicated fragments), so its denominator is the coverage
+of the picture it produced at its sampling rates.  Called without ``covered_tiles``,
+:func:`frame_counters` counts the pixels covered in the rendered tiles only (no history).
 """
 
 from __future__ import annotations
@@ -53,8 +72,8 @@ import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
 
-__all__ = ["DEFAULT_COSTS", "COUNTERS", "load_costs", "frame_counters", "totals",
-           "cost_table_markdown"]
+__all__ = ["DEFAULT_COSTS", "COUNTERS", "load_costs", "frame_counters", "covered_per_tile",
+           "totals", "cost_table_markdown"]
 
 #: Per-event costs.  Each entry: (value, unit, where the number comes from).
 DEFAULT_COSTS: dict[str, dict[str, Any]] = {
@@ -180,13 +199,64 @@ def _scalar(result, name, default=0.0) -> float:
     return float(np.sum(a))
 
 
-def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: bool = False) -> dict:
+def _rendered_tiles(result, n_tiles) -> np.ndarray:
+    """bool per tile: the raster stage rendered it (all True when it does not say)."""
+    counter = getattr(result, "counter", None)
+    if counter is not None:
+        try:
+            a = np.asarray(counter("tiles_rendered")).reshape(-1)
+        except (ValueError, KeyError, IndexError):
+            a = None
+        if a is not None and a.size == n_tiles:
+            return a > 0
+    a = _per_tile(result, "tiles_rendered", n_tiles)
+    if a is None:
+        a = _per_tile(result, "tile_rendered", n_tiles)
+    return a > 0 if a is not None else np.ones(n_tiles, np.bool_)
+
+
+def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.ndarray:
+    """Covered pixels of the frame's picture per tile (int64, tile order, row-major).
+
+    Rendered tiles count their pixels covered by at least one fragment (``result.covered``;
+    replicated superfragments count under DSR).  A tile the technique skipped (Rendering
+    Elimination) shows the previous frame's picture of that tile, so it takes ``previous[t]``,
+    this technique's per-tile counts of the previous frame (0 when there are none).
+    """
+    n_tiles = frame.n_tiles
+    T = int(frame.tile)
+    covered = getattr(result, "covered", None)
+    if covered is None:
+        covered = getattr(result, "covered_count", None)
+    if covered is None:
+        out = np.zeros(n_tiles, np.int64)
+    else:
+        cov = np.asarray(covered) != 0
+        H, W = cov.shape[:2]
+        ty, tx = (H + T - 1) // T, (W + T - 1) // T
+        pad = np.zeros((ty * T, tx * T), np.bool_)
+        pad[:H, :W] = cov
+        out = pad.reshape(ty, T, tx, T).sum(axis=(1, 3), dtype=np.int64).reshape(-1)
+        if out.size != n_tiles:
+            raise ValueError(f"covered buffer {W}x{H} does not split into the frame's {n_tiles} tiles")
+    rendered = _rendered_tiles(result, n_tiles)
+    if not rendered.all():
+        prev = (np.asarray(previous, np.int64).reshape(-1) if previous is not None
+                and np.size(previous) == n_tiles else np.zeros(n_tiles, np.int64))
+        out = np.where(rendered, out, prev)
+    return out
+
+
+def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: bool = False,
+                   covered_tiles: np.ndarray | None = None) -> dict:
     """All counters of one frame rendered by one technique.
 
     ``frame`` is the :class:`~pipeline_model.frame.FrameGeometry`, ``tiles`` the binning
     result, ``result`` the :class:`~pipeline_model.raster.RasterResult`; ``hsr`` says DR's
     depth-only pass ran (its fragments are in ``result.hsr_fragments`` when the raster stage
     reports them, else it is assumed to rasterize what the main pass rasterized).
+    ``covered_tiles`` is :func:`covered_per_tile` of this frame with the technique's carried
+    counts (the overshading denominator); without it, skipped tiles count no covered pixels.
     """
     c = costs
     n_tiles = frame.n_tiles
@@ -248,10 +318,9 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
     if not shader_cyc.any() and shaded.any():
         shader_cyc = shaded.copy()
 
-    covered = getattr(result, "covered", None)
-    if covered is None:
-        covered = getattr(result, "covered_count", None)
-    covered_pixels = int(np.count_nonzero(covered)) if covered is not None else 0
+    if covered_tiles is None:
+        covered_tiles = covered_per_tile(frame, result)
+    covered_pixels = int(np.sum(covered_tiles))
 
     out["fragments_rasterized"] = int(rast.sum())
     out["hsr_fragments"] = int(hsr_tile.sum())

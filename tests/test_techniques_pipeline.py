@@ -58,6 +58,30 @@ def test_re_skips_most_tiles_of_sprites_2d():
     assert skipped > 0.5 * total
 
 
+RE_FAMILY = ["re", "evr+re", "vro+re"]
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_re_family_overshading_counts_the_frames_covered_pixels(scene):
+    # A skipped tile keeps last frame's picture, so it keeps that picture's covered pixels: the
+    # overshading denominator is the frame's coverage, the same as the baseline's, and RE's
+    # overshading drops with the fragments of the tiles it skipped.  (EVR's and VRO's reordering
+    # may shade a little more than program order on an ordered scene, so the overshading bound
+    # is checked for plain RE, which renders the tiles it keeps exactly as the baseline does.)
+    res = _run(scene)
+    base = _rows(res, "baseline")
+    for tech in RE_FAMILY:
+        rows = _rows(res, tech)
+        assert [r["covered_pixels"] for r in rows] == [r["covered_pixels"] for r in base], (scene, tech)
+    for r, b in zip(_rows(res, "re"), base):
+        assert r["overshading"] <= b["overshading"] + 1e-12, (scene, r["frame"])
+        if r["tiles_skipped"] == 0:
+            assert r["overshading"] == pytest.approx(b["overshading"]), (scene, r["frame"])
+    if scene == "sprites-2d":
+        assert sum(r["tiles_skipped"] for r in _rows(res, "re")) > 0
+        assert res.technique_totals("re")["overshading"] < res.technique_totals("baseline")["overshading"]
+
+
 @pytest.mark.parametrize("scene", SCENES)
 def test_evr_re_skips_at_least_as_many_tiles_as_re(scene):
     res = _run(scene)

@@ -256,9 +256,10 @@ def _technique_bars(sec, own):
     skip = "; ".join(f"{t} {_range(by.get_group(t)['tiles_skipped_pct'], '{:.1f}%')}" for t in re_like)
     spp = "; ".join(f"{t} {_range(by.get_group(t)['samples_per_pixel'], '{:.3f}')}" for t in dsr_like)
     note = ""
-    if "re" in techs and by.get_group("re")["overshading_vs_baseline"].max() > 1.0:
-        note = (" Overshading counts rendered tiles only, and RE renders the tiles it keeps exactly as the "
-                "baseline does, so where RE exceeds 1.0x the tiles it skipped had less overdraw than the rest.")
+    if re_like:
+        note = (" Overshading is shaded fragments per covered pixel of the frame; a tile that RE skips keeps "
+                "last frame's picture and its covered pixels, so the RE family's overshading falls with the "
+                "fragments of the tiles it skips.")
     sec.figures.append(Figure(
         "technique_bars", fig,
         f"Per technique and scene ({len(scenes)} scenes); dashed black: the papers' published averages ("
