@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from .frame import SUBPIXEL_SCALE, FrameGeometry
+from .frame import SUBPIXEL_SCALE, FrameGeometry, TileGrid
 
 __all__ = ["ParamBufferSizes", "TileLists", "bin_triangles", "fixed_point_xy"]
 
@@ -53,7 +53,7 @@ class ParamBufferSizes:
 
 
 @dataclass(eq=False)
-class TileLists:
+class TileLists(TileGrid):
     """Per-tile triangle lists in CSR form, program order within each tile.
 
     Triangles of tile ``i`` are ``tri[offsets[i]:offsets[i+1]]`` (indices into the frame's
@@ -69,18 +69,6 @@ class TileLists:
     bytes_written: int = 0
     bytes_read: int = 0
     sizes: ParamBufferSizes = field(default_factory=ParamBufferSizes)
-
-    @property
-    def tiles_x(self) -> int:
-        return (self.width + self.tile - 1) // self.tile
-
-    @property
-    def tiles_y(self) -> int:
-        return (self.height + self.tile - 1) // self.tile
-
-    @property
-    def n_tiles(self) -> int:
-        return self.tiles_x * self.tiles_y
 
     @property
     def pairs(self) -> int:

@@ -132,8 +132,30 @@ def _empty(spec, n):
     return {k: np.zeros((n,) + shp, dtype=dt) for k, (dt, shp) in spec.items()}
 
 
+class TileGrid:
+    """``tiles_x`` / ``tiles_y`` / ``n_tiles`` of a ``width`` x ``height`` frame cut into
+    ``tile`` x ``tile`` tiles (the last column and row may be partial); shared by
+    :class:`FrameGeometry` and :class:`~pipeline_model.binning.TileLists`."""
+
+    width: int
+    height: int
+    tile: int
+
+    @property
+    def tiles_x(self) -> int:
+        return (self.width + self.tile - 1) // self.tile
+
+    @property
+    def tiles_y(self) -> int:
+        return (self.height + self.tile - 1) // self.tile
+
+    @property
+    def n_tiles(self) -> int:
+        return self.tiles_x * self.tiles_y
+
+
 @dataclass(eq=False)
-class FrameGeometry:
+class FrameGeometry(TileGrid):
     """One frame's post-geometry triangles (see module docstring for the array layout)."""
 
     width: int
@@ -178,18 +200,6 @@ class FrameGeometry:
     @property
     def n_draws(self) -> int:
         return int(self.object_id.shape[0])
-
-    @property
-    def tiles_x(self) -> int:
-        return (self.width + self.tile - 1) // self.tile
-
-    @property
-    def tiles_y(self) -> int:
-        return (self.height + self.tile - 1) // self.tile
-
-    @property
-    def n_tiles(self) -> int:
-        return self.tiles_x * self.tiles_y
 
     def draw_ranges(self) -> np.ndarray:
         """(D+1,) offsets: triangles of draw d are ``[r[d], r[d+1])`` (draw is sorted)."""
