@@ -19,7 +19,9 @@ hud-over-3d         a 3D scene (orbiting camera, spinning objects) under HUD lay
                     with a screen-space camera: opaque NWOZ panels (minimap, bottom bar) and
                     translucent NWOZ panels (status bar, reticle), a moving minimap marker and
                     an animated health bar (EVR + RE: 3D primitives hidden by opaque HUD panels
-                    need not enter the tile signatures).
+                    need not enter the tile signatures).  A camera cut at frame 30 jumps to a
+                    second viewpoint (``"cuts": [30]``: DSR's first frame after it is reported
+                    apart from the MSSIM rule).
 sprites-2d          painter's-algorithm 2D game: background, parallax hills, ~150 static platform
                     and decoration sprites, a few moving sprites and translucent particles, all
                     NWOZ with depth testing off (RE skips most tiles).
@@ -59,9 +61,15 @@ def _r(x, nd=3):
 
 
 # --------------------------------------------------------------------------- city
+#: edge of a building facade quad in world units (about 20-60 pixels at the street's distances)
+BUILDING_CELL = 1.5
+#: the 400 x 400 ground plane's grid (8-unit cells, as a game's tiled terrain)
+GROUND_DIVISIONS = 50
+
+
 def _city_objects(rng):
     meshes = {
-        "ground": {"shape": "plane", "nx": 8, "nz": 8},
+        "ground": {"shape": "plane", "nx": GROUND_DIVISIONS, "nz": GROUND_DIVISIONS},
         "statue": {"shared": "bunny", "normalize": True,
                    "fallback": {"library": "icosphere", "subdiv": 3, "fallback": {"shape": "sphere"}}},
         "plinth": {"shape": "cylinder", "segments": 32},
@@ -69,8 +77,6 @@ def _city_objects(rng):
                  "fallback": {"shape": "cone", "segments": 24, "shuffle": 11}},
         "car": {"shape": "box", "divisions": 2, "shuffle": 5},
     }
-    for k, div in enumerate((2, 3, 4, 5)):
-        meshes[f"building{k}"] = {"shape": "box", "divisions": div, "shuffle": 100 + k}
     objects = []
     objects.append({"name": "ground", "mesh": "ground", "layer": "ground",
                     "scale": [400, 1, 400], "position": [0, 0, -100],
@@ -89,9 +95,16 @@ def _city_objects(rng):
                 h = rng.uniform(10, 42) * (1.0 + 0.25 * c)
                 base = palette[int(rng.integers(len(palette)))]
                 kind = ["stripes", "checker", "noise"][int(rng.integers(3))]
+                variant = int(rng.integers(4))
+                # game-like tessellation: quads of about BUILDING_CELL world units on every
+                # face (one quad per window bay), so a facade is many small triangles
+                div = [max(1, int(round(v / BUILDING_CELL))) for v in (w, h, d)]
+                mname = "building-{}x{}x{}".format(*div)
+                if mname not in meshes:
+                    meshes[mname] = {"shape": "box", "divisions": div, "shuffle": 100 + variant}
                 objects.append({
                     "name": f"building-{j}-{'L' if side < 0 else 'R'}{c}",
-                    "mesh": f"building{int(rng.integers(4))}", "layer": "world",
+                    "mesh": mname, "layer": "world",
                     "position": _r([x + rng.uniform(-1, 1), h / 2, z + rng.uniform(-1.5, 1.5)]),
                     "scale": _r([w, h, d]),
                     "state": {"lit": True, "shader_cost": _r(float(rng.choice([1.0, 1.5, 2.0, 3.0]))),
@@ -155,6 +168,10 @@ def city(ordered: bool) -> dict:
 
 
 # --------------------------------------------------------------------------- hud over 3d
+#: the first frame of hud-over-3d's second shot (a camera cut, the scene's "cuts")
+HUD_CUT = 30
+
+
 def hud_over_3d() -> dict:
     rng = np.random.default_rng(7)
     meshes = {
@@ -223,14 +240,27 @@ def hud_over_3d() -> dict:
     ]
     for i, o in enumerate(objects):
         o["object_id"] = i
+    # Two shots with a camera cut between them: an orbit around the statue (radius 48, 14 up,
+    # from 10 degrees at 0.5 degrees per frame), then from frame HUD_CUT a lower, closer orbit
+    # from the opposite side.  Keyframes every 5 frames along each arc, and the two shots'
+    # keys at frames HUD_CUT - 1 and HUD_CUT, so the camera jumps between two frames.
+    centre = np.array([0.0, 2.0, 0.0])
+
+    def orbit_key(f, start, radius, height):
+        a = np.radians(start + 0.5 * f)
+        eye = centre + [radius * np.sin(a), height, radius * np.cos(a)]
+        return {"frame": f, "eye": _r(list(eye)), "target": _r(list(centre))}
+
+    path = [orbit_key(f, 10, 48, 14) for f in (*range(0, HUD_CUT, 5), HUD_CUT - 1)]
+    path += [orbit_key(f, 175, 34, 8) for f in (HUD_CUT, *range(HUD_CUT + 5, 61, 5))]
     return {
         "name": "hud-over-3d",
         "description": "3D scene under opaque and translucent NWOZ HUD layers drawn last "
                        "(screen-space camera, depth test off).",
         "frames": 60, "width": W, "height": H, "clear": [0.35, 0.45, 0.6], "seed": 3,
         "light": {"direction": [-0.3, 1.0, 0.5]},
-        "camera": {"projection": "perspective", "fovy": 55, "near": 0.5, "far": 300,
-                   "orbit": {"center": [0, 2, 0], "radius": 48, "height": 14, "start": 10, "speed": 0.5}},
+        "camera": {"projection": "perspective", "fovy": 55, "near": 0.5, "far": 300, "path": path},
+        "cuts": [HUD_CUT],
         "meshes": meshes,
         "layers": [{"name": "world", "order": "listed"},
                    {"name": "hud-opaque", "order": "listed", "camera": {"projection": "screen", "size": [W, H]}},

@@ -26,6 +26,7 @@ degrees, lengths are world units, time is counted in frames::
       "seed": 1,                          # for "shuffle" orders
       "light": {"direction": [0.4, 1, 0.3]},   # towards the light, world space
       "camera": CAMERA,                   # the default camera (layers may have their own)
+      "cuts": [30],                       # camera cuts: frames that start a new shot
       "meshes": {"NAME": MESH, ...},      # meshes the objects refer to by name
       "materials": {"NAME": STATE, ...},  # named render states
       "layers": [LAYER, ...],             # draw-order groups, drawn in list order
@@ -89,6 +90,12 @@ this frame, ties in listed order), or ``shuffle`` (a fixed seeded permutation of
      "animation": {"velocity": [...], "spin": [...],          # per frame
                    "keyframes": [{"frame": 0, "position": ..., "rotation": ..., "scale": ...}],
                    "oscillate": {"axis": [...], "amplitude": 1, "period": 60, "phase": 0}}}
+
+``cuts`` lists the frames (>= 1) that are the first frame after a camera cut: the scene jumps
+there (typically a camera ``path`` with keys at frames ``c - 1`` and ``c``), so frame ``c`` has
+no coherence with frame ``c - 1``.  :attr:`FrameSpec.cut` is true on those frames; techniques
+that learn from the previous frame may reset there, and DSR's MSSIM >= 0.95 rule does not
+judge them (they are reported apart).
 
 The model matrix is ``T * Rz * Ry * Rx * S``.  Keyframes are interpolated linearly and
 clamped at both ends; velocity, spin and oscillation add on top.
@@ -840,11 +847,12 @@ class FrameSpec:
     draws: list
     clear: tuple
     light_direction: tuple
+    cut: bool = False     # first frame after a camera cut (the scene's "cuts")
 
 
 # ----------------------------------------------------------------------------- scene
 _SCENE_KEYS = ("name", "description", "frames", "width", "height", "clear", "seed", "light",
-               "camera", "meshes", "materials", "layers", "objects")
+               "camera", "cuts", "meshes", "materials", "layers", "objects")
 
 
 @dataclass(eq=False)
@@ -863,6 +871,7 @@ class Scene:
     clear: tuple = (0.0, 0.0, 0.0)
     seed: int = 1
     light_direction: tuple = (0.4, 1.0, 0.3)
+    cuts: tuple = ()                                     # frames that start a new shot
     description: str = ""
     base_dir: Path | None = None
     source: str | None = None
@@ -898,6 +907,10 @@ class Scene:
                 kw["light_direction"] = _vec(lt["direction"], "light.direction")
         if "camera" in d:
             kw["camera"] = Camera.from_dict(d["camera"], "camera")
+        if "cuts" in d:
+            if not isinstance(d["cuts"], list):
+                raise SceneError("cuts: expected a list of frame numbers")
+            kw["cuts"] = tuple(sorted({_int(c, f"cuts[{i}]", 1) for i, c in enumerate(d["cuts"])}))
         meshes = d.get("meshes", {})
         if not isinstance(meshes, dict):
             raise SceneError("meshes: expected an object of name -> mesh")
@@ -979,7 +992,10 @@ class Scene:
             d["description"] = self.description
         d.update(frames=self.frames, width=self.width, height=self.height, clear=list(self.clear),
                  seed=self.seed, light={"direction": list(self.light_direction)},
-                 camera=self.camera.to_dict(), meshes=copy.deepcopy(self.meshes),
+                 camera=self.camera.to_dict())
+        if self.cuts:
+            d["cuts"] = list(self.cuts)
+        d.update(meshes=copy.deepcopy(self.meshes),
                  materials={k: v.to_dict() for k, v in self.materials.items()},
                  layers=[ly.to_dict() for ly in self.layers],
                  objects=[o.to_dict() for o in self.objects])
@@ -1053,7 +1069,8 @@ class Scene:
                 _, o = members[j]
                 draws.append(Draw(len(draws), o.object_id, o.name, o.mesh, self.mesh(o.mesh),
                                   models[j], view, proj, o.state))
-        return FrameSpec(index, width, height, draws, tuple(self.clear), tuple(self.light_direction))
+        return FrameSpec(index, width, height, draws, tuple(self.clear), tuple(self.light_direction),
+                         cut=index in self.cuts)
 
     def __repr__(self) -> str:
         return (f"Scene({self.name!r}, {len(self.objects)} objects, {len(self.layers)} layers, "

@@ -13,7 +13,9 @@ file's mesh entry).
 
 Shapes (all centred on the origin unless said otherwise, unit size):
 
-``box``      cube ``[-0.5, 0.5]^3``, each face an ``n x n`` grid (``divisions``)
+``box``      cube ``[-0.5, 0.5]^3``, each face an ``n x n`` grid (``divisions``), or with
+             ``divisions = [nx, ny, nz]`` quads along each axis (a box scaled to a building's
+             size keeps square-ish cells)
 ``plane``    ``[-0.5, 0.5]^2`` in the XZ plane facing +Y, ``nx x nz`` grid
 ``quad``     ``[-0.5, 0.5]^2`` in the XY plane facing +Z (sprites, HUD panels)
 ``sphere``   radius 0.5, ``segments`` around Y, ``rings`` from pole to pole
@@ -60,10 +62,15 @@ def _mesh(name, pos, tris, normals, uv) -> Mesh:
     )
 
 
-def box(divisions: int = 1) -> Mesh:
-    """Unit cube with ``divisions x divisions`` quads per face (24 corner-split vertices for 1)."""
-    n = max(1, int(divisions))
-    guv, gt = _grid(n, n)
+def box(divisions: "int | list[int]" = 1) -> Mesh:
+    """Unit cube with ``divisions x divisions`` quads per face (24 corner-split vertices for 1);
+    ``divisions = [nx, ny, nz]`` gives ``nx`` quads along x, ``ny`` along y, ``nz`` along z."""
+    if isinstance(divisions, (list, tuple)):
+        if len(divisions) != 3:
+            raise TypeError(f"divisions: expected an int or [nx, ny, nz], got {divisions!r}")
+        nd = [max(1, int(d)) for d in divisions]
+    else:
+        nd = [max(1, int(divisions))] * 3
     # face: (normal, u axis, v axis); u x v = normal keeps the grid CCW from outside
     faces = [
         ((1, 0, 0), (0, 0, -1), (0, 1, 0)),
@@ -77,13 +84,15 @@ def box(divisions: int = 1) -> Mesh:
     base = 0
     for nrm, ua, va in faces:
         nrm, ua, va = (np.array(x, np.float64) for x in (nrm, ua, va))
+        guv, gt = _grid(nd[int(np.flatnonzero(ua)[0])], nd[int(np.flatnonzero(va)[0])])
         p = 0.5 * nrm + (guv[:, :1] - 0.5) * ua + (guv[:, 1:] - 0.5) * va
         pos.append(p)
         nor.append(np.repeat(nrm[None], len(p), 0))
         uvs.append(guv)
         tris.append(gt + base)
         base += len(p)
-    return _mesh(f"box{n}", np.concatenate(pos), np.concatenate(tris), np.concatenate(nor),
+    name = f"box{nd[0]}" if nd[0] == nd[1] == nd[2] else f"box{nd[0]}x{nd[1]}x{nd[2]}"
+    return _mesh(name, np.concatenate(pos), np.concatenate(tris), np.concatenate(nor),
                  np.concatenate(uvs))
 
 

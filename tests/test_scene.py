@@ -233,3 +233,36 @@ def test_flight_helmet_scene_if_present():
     sc = load_scene(p)
     fr = GeometryStage().process(sc.frame(0, 320, 240))
     assert int(fr.triangles_in.sum()) == 94722 and fr.n_triangles > 1000
+
+
+# ----------------------------------------------------------------------------- camera cuts
+def test_cuts_flag_frames_and_round_trip():
+    sc = _scene([{"mesh": "box"}], cuts=[5, 2])
+    assert sc.cuts == (2, 5)
+    assert [sc.frame(i).cut for i in range(7)] == [False, False, True, False, False, True, False]
+    again = Scene.from_dict(json.loads(sc.to_json()))
+    assert again.cuts == (2, 5)
+    assert not any(_scene([{"mesh": "box"}]).frame(i).cut for i in range(3))
+    for bad in ([0], "3", [1.5]):
+        with pytest.raises(SceneError, match="cuts"):
+            _scene([{"mesh": "box"}], cuts=bad)
+
+
+def test_hud_over_3d_has_a_camera_cut():
+    sc = load_scene("hud-over-3d")
+    assert sc.cuts == (30,)
+    jump = np.linalg.norm(sc.camera.placement(30)[0] - sc.camera.placement(29)[0])
+    step = np.linalg.norm(sc.camera.placement(29)[0] - sc.camera.placement(28)[0])
+    assert jump > 20 * step
+
+
+def test_box_divisions_per_axis():
+    b = shapes.box([2, 5, 3])
+    assert b.triangle_count == 2 * 2 * (2 * 5 + 5 * 3 + 2 * 3)
+    assert np.allclose(b.positions.min(0), -0.5) and np.allclose(b.positions.max(0), 0.5)
+    # every triangle faces outwards (CCW seen from outside)
+    p = b.positions[b.triangles].astype(np.float64)
+    n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    assert np.all(np.einsum("ij,ij->i", n, p.mean(1)) > 0)
+    same = shapes.box(3)
+    assert np.array_equal(shapes.box([3, 3, 3]).triangles, same.triangles)

@@ -238,6 +238,23 @@ def test_samples_per_pixel():
     assert dsr.samples_per_pixel(np.full(4, 1), 32, 32) == 0.25
 
 
+def test_dsr_restarts_every_tile_at_a_camera_cut():
+    from types import SimpleNamespace as NS
+
+    flat = NS(colour=np.full((32, 48, 3), 90, np.uint8))
+    frame = NS(width=48, height=32, tile=16, n_tiles=6)
+    ctl = dsr.DSRController(dsr.DSRParams(reduce=((5, 2),) * 4, increase=((50, 2),) * 3), quality=False)
+
+    def step(i, cut=False):
+        ctx = NS(frame=frame, spec=NS(cut=cut), index=i, shared={})
+        ctl.rate(ctx)
+        ctl.update(ctx, flat)
+        return ctl.table.state.tolist()
+
+    assert [step(i) for i in range(3)][-1] == [3] * 6      # a flat picture: rates go down
+    assert step(3, cut=True) == [1] * 6                     # the cut: one step from full rate
+
+
 # --------------------------------------------------------------------------- quality
 def test_mssim_identity_and_damage():
     rng = np.random.default_rng(0)

@@ -163,6 +163,10 @@ def _print_human(result) -> None:
         extras = {k: v for k, v in t.items() if k in ("samples_per_pixel", "mssim_min",
                                                      "occlusion_prediction_accuracy",
                                                      "image_diff_pixels") and v is not None}
+        cuts = t.get("mssim_after_cut")
+        if isinstance(cuts, (list, tuple)) and cuts:
+            # the first frame after a camera cut is not judged by DSR's MSSIM rule: shown apart
+            extras["mssim_after_cut"] = " ".join(f"frame {int(f)}: {float(q):.4g}" for f, q in cuts)
         if extras:
             print("          " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                            for k, v in extras.items()), file=out)

@@ -18,6 +18,9 @@ The DCT is the orthonormal DCT-II (``scipy.fft.dctn(norm="ortho")``) of the tile
 0..255 (so a flat tile has only the DC term, 16 x its mean); tiles cut by the screen edge are
 padded by edge replication.  Quality is MSSIM against the full-rate frame
 (:mod:`pipeline_model.quality`), with the paper's rule that no frame may fall below 0.95.
+The first frame after a camera cut (``FrameSpec.cut``, a scene's ``"cuts"``) is rendered with
+the rates learned from the previous shot, so it is not judged by that rule (``summary()``
+reports it as ``mssim_after_cut``); after it every tile restarts from full rate.
 
 :func:`search_parameters` finds per-transition ``(T, D)`` for a set of frame sequences in the
 spirit of the paper's Algorithms 1-2 (sec. 4): Local Minimum rates per tile, then the increase
@@ -231,6 +234,8 @@ def _simulate(seq: _Seq, params: DSRParams, threshold: float, use_locmin: bool,
                 return np.inf, worst, errors
         samples += float(np.sum(seq.weight * 4.0 ** -state.astype(np.float64)))
         dm = seq.diag[f, state, idx]
+        if f in seq.cuts:
+            state = np.zeros(n_tiles, np.int8)  # a camera cut restarts every tile at full rate
         if use_locmin:
             nxt = fsm_step(state, dm, params, reduce=False, presuffixed=True)
             if f + 1 < f_n:
@@ -334,6 +339,14 @@ class DSRController:
         spp = samples_per_pixel(self._rate, f.width, f.height, f.tile)
         self.spp.append(spp)
         y = luma(result.colour)
+        cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
+        if cut:
+            # First frame after a camera cut: it was rendered with the rates learned from the
+            # previous shot (the hardware cannot know the new picture in advance; this frame is
+            # exempt from the MSSIM rule and reported apart).  The per-tile states learned from
+            # the old shot say nothing about the new one: restart every tile from full rate, so
+            # the FSM learns the new shot from this frame's analysis alone.
+            self.table.state = np.zeros_like(self.table.rates(f.n_tiles))
         self.table.update(y, f.tile)
         out = {"samples_per_pixel": spp}
         if self.quality:
@@ -345,7 +358,6 @@ class DSRController:
                 if "baseline_luma" not in shared:
                     shared["baseline_luma"] = luma(ctx.baseline().colour)
                 q = mssim(y, shared["baseline_luma"])
-            cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
             self.mssim.append((int(ctx.index), q, cut))
             out["mssim"] = q
             self.quality_seconds += time.perf_counter() - t0
