@@ -300,6 +300,42 @@ def _floor_div(a, b):
     return a // b
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fragment_colour(const_colour, kind, colp, jj,
+                     e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                     u0, u1, u2, v0, v1, v2, sh0, sh1, sh2):
+    """A fragment's colour: the draw's flat colour, or its shader at the perspective-correct
+    attributes from the barycentrics (edge values ``e_k + sa_k * jj - bias_k`` at sample
+    ``jj`` of the span, weighted by the vertices' ``1/w``).  ``colp`` holds the draw's
+    colour parameters ``(r0, g0, b0, r1, g1, b1, f, flags)`` as float64."""
+    cr, cg, cb, cr1, cg1, cb1, cf, cfl = colp
+    if const_colour:
+        return cr, cg, cb
+    l2 = np.float64(e0 + sa0 * jj - bi0) * w2
+    l0 = np.float64(e1 + sa1 * jj - bi1) * w0
+    l1 = np.float64(e2 + sa2 * jj - bi2) * w1
+    inv = 1.0 / (l0 + l1 + l2)
+    u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
+    v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
+    lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
+    return shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
+    """Write a shaded fragment into the tile's colour buffer: blended over what is there, or
+    replacing it (and recording tile-list entry ``en`` as the pixel's writer)."""
+    if blend:
+        tcol[y, x, 0] = r * alpha + tcol[y, x, 0] * beta
+        tcol[y, x, 1] = g * alpha + tcol[y, x, 1] * beta
+        tcol[y, x, 2] = bb * alpha + tcol[y, x, 2] * beta
+    else:
+        tcol[y, x, 0] = r
+        tcol[y, x, 1] = g
+        tcol[y, x, 2] = bb
+        twriter[y, x] = en
+
+
 def _render_impl(W, H, T, tiles_x, tiles_y,
                  E, bias, box, plane, attr, valid, tdraw,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
@@ -450,18 +486,12 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 alpha = np.float64(dalpha[d])
                 beta = 1.0 - alpha
                 cost = np.float64(dcost[d])
-                # per-draw colour parameters as scalars; flat colour hoisted out of the fragment loop
+                # per-draw colour parameters as float64 scalars; flat colour hoisted out of the fragment loop
                 for k in range(8):
                     p[k] = dparams[d, k]
                 const_colour = kind == 0 and p[7] <= 0
-                cr = np.float64(p[0])
-                cg = np.float64(p[1])
-                cb = np.float64(p[2])
-                cr1 = np.float64(p[3])
-                cg1 = np.float64(p[4])
-                cb1 = np.float64(p[5])
-                cf = np.float64(p[6])
-                cfl = np.float64(p[7])
+                colp = (np.float64(p[0]), np.float64(p[1]), np.float64(p[2]), np.float64(p[3]),
+                        np.float64(p[4]), np.float64(p[5]), np.float64(p[6]), np.float64(p[7]))
                 u0 = attr[t, 0, 0]
                 u1 = attr[t, 1, 0]
                 u2 = attr[t, 2, 0]
@@ -535,29 +565,11 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     tdepth[by0, bx0] = z
                                     twtri[by0, bx0] = t
                             n_shade += 1
-                            if const_colour:
-                                r = cr
-                                g = cg
-                                bb = cb
-                            else:
-                                l2 = np.float64(e0 + sa0 * jj - bi0) * w2
-                                l0 = np.float64(e1 + sa1 * jj - bi1) * w0
-                                l1 = np.float64(e2 + sa2 * jj - bi2) * w1
-                                inv = 1.0 / (l0 + l1 + l2)
-                                u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
-                                v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
-                                lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
-                                r, g, bb = shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
+                            r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                       e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                       u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                             shaded_pp[gy, x0t + bx0] += 1
-                            if blend:
-                                tcol[by0, bx0, 0] = r * alpha + tcol[by0, bx0, 0] * beta
-                                tcol[by0, bx0, 1] = g * alpha + tcol[by0, bx0, 1] * beta
-                                tcol[by0, bx0, 2] = bb * alpha + tcol[by0, bx0, 2] * beta
-                            else:
-                                tcol[by0, bx0, 0] = r
-                                tcol[by0, bx0, 1] = g
-                                tcol[by0, bx0, 2] = bb
-                                twriter[by0, bx0] = en
+                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
                         continue
                     for jj in range(lo, hi + 1):
                         j = j0 + jj
@@ -647,44 +659,17 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         if rec_vis:
                             vis[en] = 1
                         n_shade += 1
-                        if const_colour:
-                            r = cr
-                            g = cg
-                            bb = cb
-                        else:
-                            # perspective-correct attributes from the barycentrics
-                            l2 = np.float64(e0 + sa0 * jj - bi0) * w2
-                            l0 = np.float64(e1 + sa1 * jj - bi1) * w0
-                            l1 = np.float64(e2 + sa2 * jj - bi2) * w1
-                            inv = 1.0 / (l0 + l1 + l2)
-                            u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
-                            v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
-                            lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
-                            r, g, bb = shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
+                        r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                   e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                   u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                         if b == 1:
                             shaded_pp[y0t + by0, x0t + bx0] += 1
-                            if blend:
-                                tcol[by0, bx0, 0] = r * alpha + tcol[by0, bx0, 0] * beta
-                                tcol[by0, bx0, 1] = g * alpha + tcol[by0, bx0, 1] * beta
-                                tcol[by0, bx0, 2] = bb * alpha + tcol[by0, bx0, 2] * beta
-                            else:
-                                tcol[by0, bx0, 0] = r
-                                tcol[by0, bx0, 1] = g
-                                tcol[by0, bx0, 2] = bb
-                                twriter[by0, bx0] = en
+                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
                         else:
                             for yy in range(by0, py1):
                                 for xx in range(bx0, px1):
                                     shaded_pp[y0t + yy, x0t + xx] += 1
-                                    if blend:
-                                        tcol[yy, xx, 0] = r * alpha + tcol[yy, xx, 0] * beta
-                                        tcol[yy, xx, 1] = g * alpha + tcol[yy, xx, 1] * beta
-                                        tcol[yy, xx, 2] = bb * alpha + tcol[yy, xx, 2] * beta
-                                    else:
-                                        tcol[yy, xx, 0] = r
-                                        tcol[yy, xx, 1] = g
-                                        tcol[yy, xx, 2] = bb
-                                        twriter[yy, xx] = en
+                                    _put_colour(tcol, twriter, yy, xx, r, g, bb, blend, alpha, beta, en)
                 n_rast_t += n_rast
                 if mode == 1:
                     n_hsr_t += n_rast
