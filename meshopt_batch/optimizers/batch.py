@@ -743,24 +743,14 @@ def _bit_clear(bits, b):
 
 @njit(cache=True)
 def _highest_bit(word):
+    """Index of the highest set bit of a non-zero uint64 (binary search: 32, 16, ..., 1)."""
     r = 0
-    if word >> np.uint64(32):
-        word >>= np.uint64(32)
-        r += 32
-    if word >> np.uint64(16):
-        word >>= np.uint64(16)
-        r += 16
-    if word >> np.uint64(8):
-        word >>= np.uint64(8)
-        r += 8
-    if word >> np.uint64(4):
-        word >>= np.uint64(4)
-        r += 4
-    if word >> np.uint64(2):
-        word >>= np.uint64(2)
-        r += 2
-    if word >> np.uint64(1):
-        r += 1
+    s = 32
+    while s > 0:
+        if word >> np.uint64(s):
+            word >>= np.uint64(s)
+            r += s
+        s >>= 1
     return r
 
 
