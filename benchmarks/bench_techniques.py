@@ -6,8 +6,9 @@ scene renders all techniques on the same frames (geometry and binning are shared
 time is its raster time plus its own hook time (``timings["raster"]`` + ``timings["techniques"]``;
 "hook ms" is the latter alone: sorting, signatures, FVP, DCT, MSSIM; "-MSSIM" is the ratio
 without DSR's quality measurement, which reports on DSR rather than being part of it).  A technique's raster
-time includes what its record options cost inside the raster stage (VRO's occlusion table runs
-single-threaded; reordered lists leave the raster's program-order fast path).
+time includes what its record options cost inside the raster stage (VRO's occlusion tables, one
+per thread's chunk of tile rows, merged in row order; reordered lists leave the raster's
+program-order fast path).
 DSR's MSSIM reference is the shared baseline render, so its cost is in the baseline's column.
 A 1-frame warm-up run loads or compiles the numba caches first.
 

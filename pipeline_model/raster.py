@@ -70,8 +70,11 @@ Options:
   (stored, incoming) when the incoming fragment fails, (incoming, stored) when it passes. The
   first relation seen for an unordered pair wins (tiles in row-major order, lists in order);
   results: ``occlusion_pairs`` (K, 2) object ids in first-seen order, ``occlusion_counts`` (K,)
-  comparisons supporting the kept direction, ``occlusion_conflicts`` (K,) against it. Uses an
-  (objects x objects) table; runs single-threaded.
+  comparisons supporting the kept direction, ``occlusion_conflicts`` (K,) against it. Each
+  chunk of tile rows (one per thread under ``parallel``) records into its own (objects x
+  objects) tables, numbering first relations in its own tile order; the chunks are merged in
+  row order (:func:`_merge_chunks`), so the result is bit-identical to a serial pass. Fewer
+  chunks (down to one, i.e. serial) when the tables would exceed ``_OCC_TABLE_BYTES``.
 * ``record_prim_visibility`` (EVR): per entry of the rendered lists (aligned with
   ``result.vis_tri`` / ``result.vis_offsets``): ``prim_visible`` (any fragment passed the depth
   test), ``prim_zmin`` / ``prim_zmax`` over the entry's rasterized fragments (inf / -inf when it
@@ -87,9 +90,9 @@ Options:
   value counts as written before everything). With it, a reordering of WOZ opaque triangles
   (VRO, EVR) produces the program-order image bit for bit.
 * ``parallel``: tiles are independent, so tile rows run on all numba threads
-  (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``); results are bit-identical either way.
-  ``record_occlusion`` always runs serially. Default: parallel unless the environment variable
-  ``MESHOPT_BATCH_RASTER_THREADS=1``.
+  (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``); results are bit-identical either way,
+  ``record_occlusion`` included (per-chunk tables, see above). Default: parallel unless the
+  environment variable ``MESHOPT_BATCH_RASTER_THREADS=1``.
 * ``setup``: a cached :func:`setup_triangles` of the frame (it depends on the frame only).
 
 DR and oracle give images identical to the baseline as long as blended draws do not write depth
@@ -117,6 +120,10 @@ __all__ = ["RasterResult", "render_frame", "setup_triangles", "DEPTH_FUNCS", "CO
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
+
+#: Upper bound on the per-chunk occlusion tables of a parallel ``record_occlusion`` render
+#: (2 int64 tables of objects x objects per chunk of tile rows).
+_OCC_TABLE_BYTES = 64 << 20
 
 DEPTH_FUNCS = {"never": 0, "less": 1, "equal": 2, "lequal": 3, "greater": 4, "notequal": 5,
                "gequal": 6, "always": 7}
@@ -341,7 +348,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
                  offsets, tri,
                  skip, rate, use_prefill, prefill, hsr,
-                 rec_occ, occ_first, occ_count, seq,
+                 rec_occ, occ_first, occ_count, seq, n_chunks,
                  rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog,
                  use_prev_c, prev_c, use_prev_d, prev_d,
                  depth_func, clear_depth, clear_col,
@@ -351,7 +358,13 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     for c in range(3):
         v = min(max(clear_col[c], 0.0), 1.0)
         clear_u8[c] = np.uint8(np.int64(v * 255.0 + 0.5))
-    for ty in numba.prange(tiles_y):
+    # Tile rows are split into n_chunks contiguous chunks (one prange iteration each; tiles
+    # row-major within a chunk). Occlusion records go to the chunk's own table and counter
+    # (``occ_first[ch]``, ``seq[ch]``), merged in chunk order afterwards.
+    for ch in numba.prange(n_chunks):
+        oc = np.int64(ch)  # chunk index (occlusion tables are indexed only under rec_occ)
+        ti0 = (oc * tiles_y // n_chunks) * tiles_x
+        ti1 = ((oc + 1) * tiles_y // n_chunks) * tiles_x
         tdepth = np.empty((T, T), np.float32)
         tcol = np.empty((T, T, 3), np.float64)
         towner = np.empty((T, T), np.int32)
@@ -360,8 +373,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         twriter = np.empty((T, T), np.int32)
         twtri = np.empty((T, T), np.int32)
         p = np.empty(8, np.float32)
-        for tx in range(tiles_x):
-            ti = ty * tiles_x + tx
+        for ti in range(ti0, ti1):
+            ty = ti // tiles_x
+            tx = ti - ty * tiles_x
             x0t = tx * T
             y0t = ty * T
             tw = min(W, x0t + T) - x0t
@@ -642,10 +656,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     else:
                                         oa = other
                                         ob = obj
-                                    if occ_first[oa, ob] == 0:
-                                        seq[0] += 1
-                                        occ_first[oa, ob] = seq[0]
-                                    occ_count[oa, ob] += 1
+                                    if occ_first[oc, oa, ob] == 0:
+                                        seq[oc] += 1
+                                        occ_first[oc, oa, ob] = seq[oc]
+                                    occ_count[oc, oa, ob] += 1
                             # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
                             if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
                                 for yy in range(by0, py1):
@@ -712,8 +726,8 @@ def _clone(fn, name):
     return f
 
 
-# Tiles are independent, so the parallel variant (tile rows over threads) gives bit-identical
-# results; occlusion recording numbers relations in tile order and uses the serial variant.
+# Tiles are independent, so the parallel variant (chunks of tile rows over threads) gives
+# bit-identical results; occlusion records are per chunk and merged in row order.
 _render_serial = numba.njit(cache=True, nogil=True)(_clone(_render_impl, "_render_serial"))
 _render_parallel = numba.njit(cache=True, nogil=True, parallel=True)(
     _clone(_render_impl, "_render_parallel"))
@@ -821,13 +835,19 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     obj_ids, dobj = np.unique(frame.object_id, return_inverse=True)
     dobj = dobj.astype(np.int32).reshape(-1)
     n_obj = len(obj_ids)
+    if parallel is None:
+        parallel = _DEFAULT_PARALLEL
     if record_occlusion:
-        occ_first = np.zeros((n_obj, n_obj), np.int64)
-        occ_count = np.zeros((n_obj, n_obj), np.int64)
+        # one (objects x objects) table pair per chunk of tile rows; chunks = threads, fewer
+        # when the tables would exceed _OCC_TABLE_BYTES (down to 1: the serial order itself)
+        n_chunks = _occ_chunks(tiles_y, n_obj) if parallel else 1
+        occ_first = np.zeros((n_chunks, n_obj, n_obj), np.int64)
+        occ_count = np.zeros((n_chunks, n_obj, n_obj), np.int64)
     else:
-        occ_first = np.zeros((1, 1), np.int64)
-        occ_count = np.zeros((1, 1), np.int64)
-    seq = np.zeros(1, np.int64)
+        n_chunks = tiles_y  # one tile row per prange iteration
+        occ_first = np.zeros((1, 1, 1), np.int64)
+        occ_count = np.zeros((1, 1, 1), np.int64)
+    seq = np.zeros(max(n_chunks, 1), np.int64)
     m = tri.shape[0]
     if record_prim_visibility:
         vis = np.zeros(m, np.uint8)
@@ -846,13 +866,11 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     cycles = np.zeros(n_tiles, np.float64)
     writer = np.full((H, W) if record_writer else (1, 1), -1, np.int32)
     clear_col = np.asarray(clear_colour, np.float64).reshape(3)
-    if parallel is None:
-        parallel = _DEFAULT_PARALLEL
-    kernel = _render_parallel if (parallel and not record_occlusion) else _render_serial
+    kernel = _render_parallel if parallel else _render_serial
     kernel(W, H, T, tiles_x, tiles_y, s.E, s.bias, s.box, s.plane, s.attr, s.valid, frame.draw,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
             off, tri, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
-            bool(record_occlusion), occ_first, occ_count, seq,
+            bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             tie_break == "program", use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
@@ -861,8 +879,9 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                        tile_counters=counters, shader_cycles=cycles, tiles_x=tiles_x,
                        tiles_y=tiles_y, tile=T)
     if record_occlusion:
+        first, count = _merge_chunks(occ_first, occ_count, seq)
         res.occlusion_pairs, res.occlusion_counts, res.occlusion_conflicts = _pairs(
-            occ_first, occ_count, obj_ids)
+            first, count, obj_ids)
     if record_writer:
         res.writer_entry = writer
     if record_prim_visibility:
@@ -872,6 +891,31 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         res.prim_zmin = zmin
         res.prim_zmax = zmax
     return res
+
+
+def _occ_chunks(tiles_y, n_obj):
+    """Chunks of tile rows for a parallel ``record_occlusion`` render: one per numba thread,
+    fewer when their tables would exceed ``_OCC_TABLE_BYTES``."""
+    return max(1, min(tiles_y, numba.get_num_threads(),
+                      _OCC_TABLE_BYTES // max(1, 16 * n_obj * n_obj)))
+
+
+def _merge_chunks(first, count, seq):
+    """Merge per-chunk occlusion tables in chunk (= serial tile) order.
+
+    ``first[c]`` numbers each directed pair's first relation 1..seq[c] in chunk c's own tile
+    order. Offsetting chunk c by the relations numbered in the chunks before it and keeping the
+    earliest chunk's number per pair orders first relations exactly as one serial pass over all
+    tiles would (only that order matters to :func:`_pairs`); counts add up.
+    """
+    if first.shape[0] == 1:
+        return first[0], count[0]
+    base = np.concatenate(([0], np.cumsum(seq)[:-1]))
+    merged = first[0].copy()
+    for c in range(1, first.shape[0]):
+        new = (merged == 0) & (first[c] != 0)
+        merged[new] = first[c][new] + base[c]
+    return merged, count.sum(axis=0)
 
 
 def _pairs(first, count, obj_ids):
