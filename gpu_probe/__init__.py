@@ -2,11 +2,13 @@
 
 Count vertex-shader invocations of any index buffer (:func:`measure_invocations`), run the
 batch-identification experiments of paper 001 sec. 3.3 (:func:`run_experiments`), fit a
-profile from them and check it (:func:`fit`), capture waves (:func:`capture_waves`) and
+profile from them and check it (:func:`gpu_probe.fit.fit`, :func:`fit_profile`), capture waves (:func:`capture_waves`) and
 tabulate predicted-vs-measured accuracy (:func:`accuracy_table`). Without a GPU the
 OpenGL implementation is Mesa's llvmpipe, whose rule :mod:`gpu_probe.vsplit` spells out.
 
-Names are imported lazily: ``import gpu_probe`` does not create an OpenGL context.
+Names are imported lazily: ``import gpu_probe`` does not create an OpenGL context.  The
+submodule ``gpu_probe.fit`` is not shadowed by a function of the same name: use
+``from gpu_probe.fit import fit``.
 """
 
 from importlib import import_module
@@ -20,7 +22,6 @@ _EXPORTS = {
     "Measurement": "gpu_probe.invocations",
     "run_experiments": "gpu_probe.experiments",
     "ExperimentSuite": "gpu_probe.experiments",
-    "fit": "gpu_probe.fit",
     "fit_profile": "gpu_probe.fit",
     "verify": "gpu_probe.fit",
     "capture_waves": "gpu_probe.waves",
