@@ -462,7 +462,6 @@ def _distance_terms(tris, t, P, ST, W, voff, vfaces, aoff, adj, flist, bfsq):
     s = ST[ST_FSTAMP]
     a = tris[t, 0]
     b = tris[t, 1]
-    c = tris[t, 2]
     n = 0
     for i in range(3):
         v = tris[t, i]
@@ -504,7 +503,6 @@ def _distance_terms(tris, t, P, ST, W, voff, vfaces, aoff, adj, flist, bfsq):
                 W[f, W_DLIN] = 1
                 W[ST[ST_DL], W_DL] = f
                 ST[ST_DL] += 1
-    _ = c
 
 
 @njit(cache=True)
