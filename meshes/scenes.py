@@ -15,6 +15,10 @@ city-unordered      ~100 opaque lit buildings, trees, a statue (the Stanford bun
                     (VRO, EVR, DR and the oracle have most to win).
 city-ordered        the same city drawn **near to far**, the ground last: baseline close to the
                     oracle.
+city-batched        the same street with its buildings baked into **static batches** (one draw
+                    per material, up to 65,535 vertices, parts in the level's listing order),
+                    as mobile engines submit static geometry: an object-level sort (VRO) can
+                    order only whole batches, a primitive-level one (EVR) works inside them.
 hud-over-3d         a 3D scene (orbiting camera, spinning objects) under HUD layers drawn last
                     with a screen-space camera: opaque NWOZ panels (minimap, bottom bar) and
                     translucent NWOZ panels (status bar, reticle), a moving minimap marker and
@@ -141,12 +145,19 @@ def _city_objects(rng):
     return meshes, objects
 
 
-def city(ordered: bool) -> dict:
+def city(ordered: bool, batched: bool = False) -> dict:
     rng = np.random.default_rng(2024)
     meshes, objects = _city_objects(rng)
+    if batched:
+        meshes, objects = _static_batches(meshes, objects, seed=77)
     for i, o in enumerate(objects):
         o["object_id"] = i
-    if ordered:
+    if batched:
+        layers = [{"name": "ground", "order": "listed"}, {"name": "world", "order": "back-to-front"}]
+        desc = ("City street with the buildings baked into static batches (one draw per material, "
+                "parts in listing order) after the ground, the other objects far to near: VRO can "
+                "sort only whole batches, EVR reorders primitives inside them.")
+    elif ordered:
         layers = [{"name": "world", "order": "front-to-back"}, {"name": "ground", "order": "listed"}]
         desc = ("City street, opaque objects submitted near to far each frame and the ground "
                 "last: early-Z already removes most overshading (baseline close to oracle).")
@@ -155,7 +166,7 @@ def city(ordered: bool) -> dict:
         desc = ("City street, opaque objects submitted far to near each frame after the ground: "
                 "the worst case for early-Z (VRO, EVR, DR, oracle have most to win).")
     return {
-        "name": "city-ordered" if ordered else "city-unordered",
+        "name": "city-batched" if batched else "city-ordered" if ordered else "city-unordered",
         "description": desc,
         "frames": 60, "width": W, "height": H, "clear": [0.55, 0.7, 0.9], "seed": 7,
         "light": {"direction": [0.35, 1.0, 0.25]},
@@ -165,6 +176,45 @@ def city(ordered: bool) -> dict:
                             {"frame": 120, "eye": [0, 9, -130], "target": [0, 10, -176]}]},
         "meshes": meshes, "layers": layers, "objects": objects,
     }
+
+
+#: vertices a static batch may hold (16-bit indices, as engines' static batching)
+BATCH_MAX_VERTICES = 65535
+
+
+def _static_batches(meshes: dict, objects: list, seed: int) -> tuple[dict, list]:
+    """Bake the buildings into static batches, as an engine's static batching does.
+
+    Static geometry that shares a material is merged into one mesh, one draw, up to
+    :data:`BATCH_MAX_VERTICES` vertices per batch; here the buildings' material is their
+    pattern kind (stripes, checker, noise).  Parts are appended in the level's listing order (a
+    seeded permutation, as objects sit in an editor's list).  Everything else is kept as it is.
+    """
+    from pipeline_model.scene import resolve_mesh
+
+    rng = np.random.default_rng(seed)
+    buildings = [o for o in objects if o["name"].startswith("building-")]
+    rest = [o for o in objects if not o["name"].startswith("building-")]
+    verts = {k: resolve_mesh(v).vertex_count for k, v in meshes.items()
+             if k.startswith("building-")}
+    batches: dict[str, list] = {}
+    for i in rng.permutation(len(buildings)):
+        o = buildings[int(i)]
+        kind = o["state"]["colour"]["kind"]
+        open_ = batches.setdefault(kind, [[]])
+        if sum(verts[m["mesh"]] for m in open_[-1]) + verts[o["mesh"]] > BATCH_MAX_VERTICES:
+            open_.append([])
+        open_[-1].append(o)
+    out_meshes = {k: v for k, v in meshes.items() if not k.startswith("building-")}
+    out_objects = []
+    for kind, groups in batches.items():
+        for g, members in enumerate(groups):
+            name = f"static-batch-{kind}-{g}"
+            out_meshes[name] = {"merge": [{"mesh": meshes[m["mesh"]], "position": m["position"],
+                                           "scale": m["scale"]} for m in members]}
+            out_objects.append({"name": name, "mesh": name, "layer": "world",
+                                "state": members[0]["state"]})
+    return out_meshes, rest[:1] + out_objects + rest[1:]
 
 
 # --------------------------------------------------------------------------- hud over 3d
@@ -406,6 +456,7 @@ def low_frequency() -> dict:
 SCENE_BUILDERS = {
     "city-unordered": lambda: city(False),
     "city-ordered": lambda: city(True),
+    "city-batched": lambda: city(False, batched=True),
     "hud-over-3d": hud_over_3d,
     "sprites-2d": sprites_2d,
     "low-frequency": low_frequency,

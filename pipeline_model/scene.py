@@ -40,6 +40,8 @@ degrees, lengths are world units, time is counted in frames::
     {"library": "NAME", ...params}                      # meshes/ procedural generator (if any)
     {"shared": "bunny", "fallback": MESH}               # ../shared/meshes/bunny.ply if present
     {"file": "path.ply|.obj|.glb", "fallback": MESH}    # relative to the scene file
+    {"merge": [{"mesh": MESH, "position": [x,y,z],      # a static batch: the parts placed
+                "rotation": [rx,ry,rz], "scale": s}]}   #   and baked into one mesh, in order
     [ "shuffle": SEED ]      triangles in a seeded random order (a cache-hostile index buffer)
     [ "normalize": true ]    centre x/z on 0, base at y = 0, largest extent 1
     [ "mesh": INDEX ]        one index buffer of a multi-mesh file, in object space
@@ -115,7 +117,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.mesh import Mesh, concatenate
 
 from . import shapes
 
@@ -754,10 +756,20 @@ def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
     which = spec.pop("mesh", None)
     geometry = spec.pop("gltf_geometry", None)
     fallback = spec.pop("fallback", {"shape": "sphere"})
-    kinds = [k for k in ("shape", "library", "shared", "file") if k in spec]
+    kinds = [k for k in ("shape", "library", "shared", "file", "merge") if k in spec]
     if len(kinds) != 1:
-        raise SceneError(f"{ctx}: give exactly one of shape, library, shared, file")
+        raise SceneError(f"{ctx}: give exactly one of shape, library, shared, file, merge")
     kind = kinds[0]
+    if kind == "merge":
+        parts = spec.pop("merge")
+        if spec:
+            raise SceneError(f"{ctx}: unknown key {sorted(spec)[0]!r}")
+        mesh = _merge_parts(parts, base_dir, _where(ctx, "merge"), fallbacks)
+        if normalize:
+            mesh = _normalize(mesh)
+        if shuffle is not None:
+            mesh = shapes.shuffle_triangles(mesh, _int(shuffle, _where(ctx, "shuffle"), 0))
+        return mesh
     src = spec.pop(kind)
     params = spec.pop("params", {})
     if kind in ("shape", "library"):
@@ -807,6 +819,40 @@ def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
     if shuffle is not None:
         mesh = shapes.shuffle_triangles(mesh, _int(shuffle, _where(ctx, "shuffle"), 0))
     return mesh
+
+
+def _merge_parts(parts: Any, base_dir: Path | None, ctx: str, fallbacks: list | None) -> Mesh:
+    """A static batch: every part's mesh moved to its placement and appended in listed order.
+
+    Normals go through the inverse transpose of the part's matrix; uvs are kept.  The result
+    is one index buffer, as an engine's static batching bakes many objects into one draw.
+    """
+    if not isinstance(parts, list) or not parts:
+        raise SceneError(f"{ctx}: expected a non-empty list of parts")
+    baked = []
+    for i, part in enumerate(parts):
+        pctx = _where(ctx, i)
+        part = _check_keys(part, ("mesh", "position", "rotation", "scale"), pctx)
+        if "mesh" not in part:
+            raise SceneError(f"{pctx}: missing 'mesh'")
+        m = resolve_mesh(part["mesh"], base_dir, _where(pctx, "mesh"), fallbacks)
+        scale = part.get("scale", 1.0)
+        scale = (_num(scale, _where(pctx, "scale")),) * 3 if not isinstance(scale, list) \
+            else _vec(scale, _where(pctx, "scale"))
+        mat = model_matrix(_vec(part.get("position", [0, 0, 0]), _where(pctx, "position")),
+                           _vec(part.get("rotation", [0, 0, 0]), _where(pctx, "rotation")), scale)
+        lin = mat[:3, :3]
+        if abs(np.linalg.det(lin)) < 1e-12:
+            raise SceneError(f"{pctx}: the placement is singular (a zero scale)")
+        pos = m.positions.astype(np.float64) @ lin.T + mat[:3, 3]
+        nrm = m.normals.astype(np.float64) @ np.linalg.inv(lin)
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-30)
+        tris = m.triangles if np.linalg.det(lin) > 0 else m.triangles[:, ::-1]
+        baked.append(Mesh(pos.astype(np.float32), tris, name=m.name,
+                          attributes={"normal": nrm.astype(np.float32), "uv": m.uvs}))
+    merged = concatenate(baked, name="merge")
+    return _finish_mesh(Mesh(merged.positions, merged.triangles.astype(np.uint32), name="merge",
+                             attributes=dict(merged.attributes)))
 
 
 def _normalize(m: Mesh) -> Mesh:

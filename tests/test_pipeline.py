@@ -20,7 +20,8 @@ from pipeline_model.scene import Scene, load_scene
 from pipeline_model.stats import load_costs
 from pipeline_model.techniques.base import RenderRequest, Technique
 
-SHIPPED = ("city-unordered", "city-ordered", "hud-over-3d", "sprites-2d", "low-frequency")
+SHIPPED = ("city-unordered", "city-ordered", "city-batched", "hud-over-3d", "sprites-2d",
+           "low-frequency")
 SMALL = dict(width=320, height=208)
 
 

@@ -95,7 +95,8 @@ def test_report_anchors_and_gl_table(smoke_report):
     if _gl():
         section = md.split("## 4.")[1].split("## 5.")[0]
         assert "coverage diff. pixels" in section
-        for scene in ("city-ordered", "city-unordered", "hud-over-3d", "low-frequency", "sprites-2d"):
+        for scene in ("city-ordered", "city-unordered", "city-batched", "hud-over-3d", "low-frequency",
+                      "sprites-2d"):
             assert f"| {scene} |" in section
 
 

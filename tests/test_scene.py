@@ -16,7 +16,8 @@ from pipeline_model.geometry import GeometryStage
 from pipeline_model.scene import (Camera, Scene, SceneError, load_gltf_scene, load_scene,
                                   shipped_scene_path, shipped_scenes)
 
-SHIPPED = ("city-unordered", "city-ordered", "hud-over-3d", "sprites-2d", "low-frequency")
+SHIPPED = ("city-unordered", "city-ordered", "city-batched", "hud-over-3d", "sprites-2d",
+           "low-frequency")
 
 
 def _scene(objects, **kw):
