@@ -100,6 +100,17 @@ def test_report_anchors_and_gl_table(smoke_report):
             assert f"| {scene} |" in section
 
 
+def test_report_compares_reordering_with_the_oracle(smoke_report):
+    out, _ = smoke_report
+    md = (out / "report.md").read_text()
+    m = re.search(r"city-batched: baseline ([0-9.]+), VRO ([0-9.]+), EVR ([0-9.]+), oracle ([0-9.]+) "
+                  r"\((EVR|VRO) closer to the oracle\)", md)
+    assert m, "the reordering summary names city-batched"
+    base, vro, evr, oracle = map(float, m.groups()[:4])
+    assert oracle <= min(vro, evr) and max(vro, evr) <= base
+    assert m.group(5) == ("EVR" if evr - oracle < vro - oracle else "VRO")
+
+
 def test_report_bad_arguments(tmp_path, capsys):
     assert main(["report", "--out", str(tmp_path / "r"), "--meshes", str(tmp_path / "absent.ply")]) == 2
     assert "absent.ply" in capsys.readouterr().err
