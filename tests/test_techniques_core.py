@@ -226,6 +226,27 @@ def test_fsm_transitions():
     assert dsr.fsm_step(st, mid, p).tolist() == [0, 1, 2, 3, 3]
 
 
+def test_compiled_diagonal_max_and_fsm_equal_numpy():
+    rng = np.random.default_rng(3)
+    for dt in (np.float32, np.float64):
+        c = (rng.normal(size=(400, 16, 16)) * 50).astype(dt)
+        c[::7] = 0
+        ref = dsr.diagonal_max_numpy(c)
+        dm = dsr.diagonal_max(c)
+        assert dm.dtype == ref.dtype and np.array_equal(dm, ref)
+        assert np.array_equal(dsr.suffix_diagonal_max(c), dsr.suffix_max(ref))
+        for p in (dsr.DSRParams(), dsr.DSRParams(reduce=((5, 2),) * 4, increase=((50, 2),) * 3),
+                  dsr.DSRParams(reduce=((64, 4), (8, 12), (30, 1), (20, 31)),
+                                increase=((40, 1), (20, 3), (1, 40)))):
+            st = rng.integers(0, 5, 400).astype(np.int8)
+            for red in (True, False):
+                for inc in (True, False):
+                    for pre, d in ((False, ref), (True, dsr.suffix_max(ref))):
+                        got = dsr.fsm_step(st, d, p, red, inc, pre)
+                        want = dsr.fsm_step_numpy(st, d, p, red, inc, pre)
+                        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def test_dct_flat_tile_has_only_dc():
     img = np.full((16, 32, 3), 77, np.uint8)
     c = dsr.tile_dct(img)
@@ -274,6 +295,24 @@ def test_fast_mssim_matches_scikit_image():
     for b in (np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8),
               np.where(np.arange(90)[None, :, None] < 45, a // 2, a).astype(np.uint8)):
         assert quality.mssim(b, a) == pytest.approx(quality.mssim_reference(b, a), abs=1e-5)
+
+
+def test_fast_mssim_kernel_equals_plain_loops_bit_for_bit():
+    # the vectorised kernel sums the same float32 products in the same order as the plain loops
+    rng = np.random.default_rng(11)
+    for shape in [(97, 131), (12, 13), (40, 11), (768, 1196)]:
+        a = rng.integers(0, 256, shape + (3,), dtype=np.uint8)
+        b = np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8)
+        b[: shape[0] // 3] = a[: shape[0] // 3]
+        pa = np.pad(quality.luma(a), 5, mode="symmetric")
+        pb = np.pad(quality.luma(b), 5, mode="symmetric")
+        none = np.zeros((1, 1), np.float32)
+        assert quality._mssim(pa, pb, quality._K, 5, none) == \
+            quality._mssim_loops(pa, pb, quality._K, 5, none)
+        m1, m2 = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+        assert quality._mssim(pa, pb, quality._K, 5, m1) == \
+            quality._mssim_loops(pa, pb, quality._K, 5, m2)
+        assert np.array_equal(m1, m2)
 
 
 def test_ssim_map_matches_scikit_image_map():

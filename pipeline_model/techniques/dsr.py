@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numba as nb
 import numpy as np
 import scipy.fft
 
@@ -100,16 +101,48 @@ def _diagonal_order(t: int):
     return order, np.searchsorted(k[order], np.arange(2 * t - 1))
 
 
-def diagonal_max(coefs: np.ndarray) -> np.ndarray:
-    """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k``."""
+def diagonal_max_numpy(coefs: np.ndarray) -> np.ndarray:
+    """:func:`diagonal_max` by numpy (``maximum.reduceat`` over the diagonal order); the
+    reference the compiled kernel is tested against."""
     n, t, _ = coefs.shape
     order, starts = _diagonal_order(t)
     return np.maximum.reduceat(np.abs(coefs).reshape(n, t * t)[:, order], starts, axis=1)
 
 
+@nb.njit(cache=True)
+def _diagonal_max(coefs, suffix):
+    n, t, _ = coefs.shape
+    nd = 2 * t - 1
+    out = np.empty((n, nd), coefs.dtype)
+    for p in range(n):
+        o = out[p]
+        o[:] = 0  # |c| >= 0: the running max of a diagonal starts at 0
+        for i in range(t):
+            for j in range(t):
+                v = np.abs(coefs[p, i, j])
+                if v > o[i + j]:
+                    o[i + j] = v
+        if suffix:
+            for d in range(nd - 2, -1, -1):
+                if o[d + 1] > o[d]:
+                    o[d] = o[d + 1]
+    return out
+
+
+def diagonal_max(coefs: np.ndarray) -> np.ndarray:
+    """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k`` (finite input;
+    the same values as :func:`diagonal_max_numpy`)."""
+    return _diagonal_max(np.ascontiguousarray(coefs), False)
+
+
 def suffix_max(diag_max: np.ndarray) -> np.ndarray:
     """``out[:, d]`` = MaxC for ``D = d``: max over diagonals ``>= d``."""
     return np.maximum.accumulate(diag_max[:, ::-1], axis=1)[:, ::-1]
+
+
+def suffix_diagonal_max(coefs: np.ndarray) -> np.ndarray:
+    """``suffix_max(diagonal_max(coefs))`` in one compiled pass (MaxC for every ``D``)."""
+    return _diagonal_max(np.ascontiguousarray(coefs), True)
 
 
 def maxc(diag_max: np.ndarray, d, presuffixed: bool = False) -> np.ndarray:
@@ -120,14 +153,51 @@ def maxc(diag_max: np.ndarray, d, presuffixed: bool = False) -> np.ndarray:
     return suffix[np.arange(diag_max.shape[0]), d]
 
 
-def fsm_step(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
-             reduce: bool = True, increase: bool = True, presuffixed: bool = False) -> np.ndarray:
-    """Next state per tile (paper 004 Fig. 6 / Algorithm 1)."""
-    state = np.asarray(state, np.int8)
+@nb.njit(cache=True)
+def _fsm_step(state, suffix, tr, dr, ti, di, reduce, increase):
+    n, nd = suffix.shape
+    top = tr.shape[0] - 1
+    nxt = np.empty(n, np.int8)
+    for p in range(n):
+        s = np.int64(state[p])
+        v = s
+        if s == top:
+            v = top - 1
+        else:
+            red = False
+            if reduce:
+                red = np.float64(suffix[p, min(dr[s], nd - 1)]) < tr[s]
+            if red:
+                v = s + 1
+            elif increase and s > 0 and np.float64(suffix[p, min(di[s], nd - 1)]) >= ti[s]:
+                v = s - 1
+        nxt[p] = v
+    return nxt
+
+
+def _fsm_tables(params: DSRParams):
     tr = np.array([p[0] for p in params.reduce] + [np.inf], np.float64)
     dr = np.array([p[1] for p in params.reduce] + [0], np.int64)
     ti = np.array([np.inf] + [p[0] for p in params.increase] + [np.inf], np.float64)
     di = np.array([0] + [p[1] for p in params.increase] + [0], np.int64)
+    return tr, dr, ti, di
+
+
+def fsm_step(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
+             reduce: bool = True, increase: bool = True, presuffixed: bool = False) -> np.ndarray:
+    """Next state per tile (paper 004 Fig. 6 / Algorithm 1); compiled, the same states as
+    :func:`fsm_step_numpy`."""
+    suffix = np.ascontiguousarray(diag_max if presuffixed else suffix_max(diag_max))
+    return _fsm_step(np.asarray(state, np.int8), suffix, *_fsm_tables(params),
+                     bool(reduce), bool(increase))
+
+
+def fsm_step_numpy(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
+                   reduce: bool = True, increase: bool = True,
+                   presuffixed: bool = False) -> np.ndarray:
+    """:func:`fsm_step` by numpy masks (the reference the compiled step is tested against)."""
+    state = np.asarray(state, np.int8)
+    tr, dr, ti, di = _fsm_tables(params)
     s = state.astype(np.int64)
     nxt = s.copy()
     if reduce:
@@ -169,8 +239,8 @@ class DSRState:
 
     def update(self, image: np.ndarray, tile: int = 16) -> np.ndarray:
         """Analyse the rendered frame (image or luma plane) and set the rates of the next one."""
-        dm = diagonal_max(tile_dct(image, tile))
-        self.state = fsm_step(self.rates(dm.shape[0]), dm, self.params)
+        suffix = suffix_diagonal_max(tile_dct(image, tile))
+        self.state = fsm_step(self.rates(suffix.shape[0]), suffix, self.params, presuffixed=True)
         return self.state
 
 
