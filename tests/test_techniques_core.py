@@ -124,6 +124,41 @@ def test_prediction_and_fvp_from_buffers():
     assert fvp3.lfar[0] == 0 and not fvp3.is_layer[0]
 
 
+def test_fused_fvp_and_prediction_counts_equal_the_numpy_formulation():
+    # random program-order bins, a random reorder and random raster outputs
+    rng = np.random.default_rng(7)
+    tiles_x, tiles_y, tile = 5, 3, 4
+    h, w = tiles_y * tile - 1, tiles_x * tile - 2
+    n_tiles = tiles_x * tiles_y
+    counts = rng.integers(0, 9, n_tiles)
+    offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    n_tri, n_draws = 40, 12
+    tri = rng.integers(0, n_tri, offs[-1]).astype(np.int32)
+    draw = np.sort(rng.integers(0, n_draws, n_tri)).astype(np.int32)
+    woz = rng.random(n_draws) < 0.6
+    lay = evr.assign_layers(offs, tri, draw, woz)
+    perm = np.concatenate([offs[t] + rng.permutation(counts[t]) for t in range(n_tiles)]).astype(np.int64)
+    entry_tile = np.repeat(np.arange(n_tiles), counts)
+    writer = np.full((h, w), -1, np.int32)
+    for y in range(h):
+        for x in range(w):
+            t = (y // tile) * tiles_x + x // tile
+            if counts[t] and rng.random() < 0.7:
+                writer[y, x] = offs[t] + rng.integers(0, counts[t])
+    depth = rng.random((h, w)).astype(np.float32)
+    lbuf = np.where(writer >= 0, lay[perm][np.maximum(writer, 0)], 0)
+    a = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, tiles_x, tile)
+    b = evr.fvp_from_writer(offs, tri, perm, draw, lay, woz, depth, writer, tiles_x, tile)
+    for f in ("zfar", "lfar", "is_layer"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)) and getattr(a, f).dtype == getattr(b, f).dtype
+    pred = rng.random(offs[-1]) < 0.4
+    vis = rng.random(offs[-1]) < 0.5
+    rendered = rng.random(n_tiles) < 0.8
+    m = rendered[entry_tile] & woz[draw[tri[perm]]]
+    assert evr.prediction_stats_entries(offs, tri, perm, draw, woz, rendered, pred, vis) == \
+        evr.prediction_stats(pred[perm][m], ~vis[m])
+
+
 def test_re_exclusion_guards():
     # tile with HUD (depth test off) above WOZ: layer exclusion allowed
     f = _frame(3, [0, 1, 2], depth_test=[True, True, False], depth_write=[True, True, False])

@@ -62,9 +62,11 @@ __all__ = [
     "predict_occluded",
     "reorder_two_lists",
     "fvp_from_buffers",
+    "fvp_from_writer",
     "fragment_depth_floor",
     "re_exclusion",
     "prediction_stats",
+    "prediction_stats_entries",
 ]
 
 #: Safety margin for the depth exclusion of EVR+RE (see module docstring, point 4): the
@@ -262,6 +264,86 @@ def fvp_from_buffers(offsets, tri, draw, layer, woz, depth, layer_buffer, tiles_
     return FVPTable(z, l, il)
 
 
+@nb.njit(cache=True, parallel=True)
+def _fvp_writer(offsets, tri, perm, draw, layer, woz, depth, writer, tiles_x, tile):
+    n_tiles = offsets.shape[0] - 1
+    h, w = depth.shape
+    zfar = np.empty(n_tiles, np.float32)
+    lfar = np.empty(n_tiles, np.int32)
+    is_layer = np.zeros(n_tiles, np.bool_)
+    for t in nb.prange(n_tiles):
+        y0 = (t // tiles_x) * tile
+        x0 = (t % tiles_x) * tile
+        zf = np.float32(0.0)
+        lf = np.int32(2**31 - 1)
+        for y in range(y0, min(y0 + tile, h)):
+            for x in range(x0, min(x0 + tile, w)):
+                if depth[y, x] > zf:
+                    zf = depth[y, x]
+                e = writer[y, x]
+                lv = layer[perm[e]] if e >= 0 else np.int32(0)
+                if lv < lf:
+                    lf = lv
+        zfar[t] = zf
+        lfar[t] = lf
+        if lf > 0:
+            for i in range(offsets[t], offsets[t + 1]):
+                if layer[i] == lf:
+                    is_layer[t] = not woz[draw[tri[i]]]
+                    break
+    return zfar, lfar, is_layer
+
+
+def fvp_from_writer(offsets, tri, perm, draw, layer, woz, depth, writer_entry, tiles_x: int,
+                    tile: int) -> FVPTable:
+    """:func:`fvp_from_buffers` with the Layer Buffer read through the raster's
+    ``writer_entry`` (index into the rendered, reordered lists ``tri[perm]``; -1: background):
+    the layer of pixel p is ``layer[perm[writer_entry[p]]]``, 0 where none.  One pass over the
+    buffers, no full-size Layer Buffer."""
+    z, l, il = _fvp_writer(np.asarray(offsets, np.int64), np.asarray(tri),
+                           np.asarray(perm, np.int64), np.asarray(draw, np.int32),
+                           np.asarray(layer, np.int32), np.asarray(woz, np.bool_),
+                           np.asarray(depth, np.float32), np.asarray(writer_entry, np.int32),
+                           int(tiles_x), int(tile))
+    return FVPTable(z, l, il)
+
+
+@nb.njit(cache=True)
+def _prediction_counts(offsets, tri, perm, draw, woz, rendered, pred, vis):
+    tp = fp = fn = tn = 0
+    for t in range(offsets.shape[0] - 1):
+        if not rendered[t]:
+            continue
+        for i in range(offsets[t], offsets[t + 1]):
+            e = perm[i]
+            if not woz[draw[tri[e]]]:
+                continue
+            p = pred[e]
+            o = not vis[i]
+            if p and o:
+                tp += 1
+            elif p:
+                fp += 1
+            elif o:
+                fn += 1
+            else:
+                tn += 1
+    return tp, fp, fn, tn
+
+
+def prediction_stats_entries(offsets, tri, perm, draw, woz, rendered, predicted,
+                             visible) -> dict:
+    """:func:`prediction_stats` over the (tile, WOZ primitive) pairs of rendered tiles, in
+    one pass: entry ``i`` of the reordered lists is CSR entry ``perm[i]``, ``predicted`` is per
+    CSR entry and ``visible`` (any fragment passed early-Z) per reordered entry."""
+    tp, fp, fn, tn = _prediction_counts(
+        np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(perm, np.int64),
+        np.asarray(draw, np.int32), np.asarray(woz, np.bool_), np.asarray(rendered, np.bool_),
+        np.asarray(predicted, np.bool_), np.asarray(visible, np.bool_))
+    return {"pairs": int(tp + fp + fn + tn), "true_occluded": int(tp), "false_occluded": int(fp),
+            "missed_occluded": int(fn), "true_visible": int(tn)}
+
+
 @nb.njit(cache=True)
 def _exclusion(offsets, tri, draw, layer, zfloor, woz, blend, depth_test, depth_write,
                zfar, lfar, is_layer):
@@ -395,10 +477,8 @@ class EVR(Technique):
         woz, layer, znear = _frame_layers(frame, tiles)
         rendered = np.ones(frame.n_tiles, np.bool_) if skip is None else ~skip
         # Layer Buffer: layer of the entry that last wrote each pixel without blending (0: none)
-        writer = np.asarray(result_array(result, "writer_entry"))
-        lbuf = np.where(writer >= 0, layer[perm][np.maximum(writer, 0)], 0)
-        new = fvp_from_buffers(offs, tri, frame.draw, layer, woz, result.depth, lbuf,
-                               frame.tiles_x, frame.tile)
+        new = fvp_from_writer(offs, tri, perm, frame.draw, layer, woz, result.depth,
+                              result_array(result, "writer_entry"), frame.tiles_x, frame.tile)
         had_fvp = bool(self.fvp.zfar.min() < 1.0 or self.fvp.is_layer.any())
         self.fvp = self.fvp.updated(new, rendered)
         out = {}
@@ -412,9 +492,7 @@ class EVR(Technique):
         if vis is not None and had_fvp:
             # accuracy over (tile, WOZ primitive) pairs of rendered tiles: predicted occluded vs
             # no fragment passing early-Z in this (reordered) render
-            entry_tile = np.repeat(np.arange(frame.n_tiles), np.diff(offs))
-            m = rendered[entry_tile] & woz[frame.draw[tri[perm]]]
-            st = prediction_stats(pred[perm][m], ~np.asarray(vis, bool)[m])
+            st = prediction_stats_entries(offs, tri, perm, frame.draw, woz, rendered, pred, vis)
             for k in self.stats:
                 self.stats[k] += st[k]
             if st["pairs"]:
