@@ -20,7 +20,7 @@ import numba as nb
 import numpy as np
 from skimage.metrics import structural_similarity
 
-__all__ = ["MSSIM_THRESHOLD", "luma", "mssim", "mssim_reference", "ssim_map"]
+__all__ = ["MSSIM_THRESHOLD", "SSIMReference", "luma", "mssim", "mssim_reference", "ssim_map"]
 
 #: Paper 004's quality rule: a frame below this MSSIM is an error.
 MSSIM_THRESHOLD = 0.95
@@ -86,46 +86,91 @@ def _vtap11(m, i, j, k):
     return s
 
 
-@nb.njit(cache=True, parallel=True)
-def _mssim(xp, yp, k, crop, out_map):
-    """Mean SSIM of two planes padded by 5 on each side ('reflect' borders), 11-tap window
-    ``k``; the per-pixel map goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
+@nb.njit(cache=True, inline="always")
+def _padded_row(a, i, r, buf):
+    """Row ``i`` of ``a`` padded by ``r`` on every side with 'reflect' (numpy 'symmetric')
+    borders, into ``buf`` (length ``a.shape[1] + 2 r``); needs ``r <= min(a.shape)``."""
+    n, w = a.shape
+    s = i - r
+    if s < 0:
+        s = -s - 1
+    elif s >= n:
+        s = 2 * n - s - 1
+    src = a[s]
+    for j in range(r):
+        buf[j] = src[r - 1 - j]
+    for j in range(w):
+        buf[r + j] = src[j]
+    for j in range(r):
+        buf[r + w + j] = src[w - 1 - j]
 
-    Separable Gaussian filtering of the five moments in float32, each output the taps summed in
-    tap order (the order of :func:`_mssim_loops`, so both give the same bits), loops written so
-    that every inner loop over a row vectorises (indices provably non-negative: no wraparound
-    checks); the SSIM formula in float64, each row summed left to right.
-    """
+
+@nb.njit(cache=True, parallel=True)
+def _reference_moments(b, k):
+    """Window means of the reference plane ``b`` and of ``b * b`` (h, w) float32: the two
+    moments of the SSIM formula that only depend on the reference."""
     r = 5
-    h = xp.shape[0] - 2 * r
-    w = xp.shape[1] - 2 * r
-    hp = xp.shape[0]
-    wp = xp.shape[1]
-    # horizontal pass on every padded row: the 5 moments
-    mx = np.empty((hp, w), np.float32)
+    h, w = b.shape
+    hp = h + 2 * r
+    wp = w + 2 * r
     my = np.empty((hp, w), np.float32)
-    mxx = np.empty((hp, w), np.float32)
     myy = np.empty((hp, w), np.float32)
-    mxy = np.empty((hp, w), np.float32)
     for i in nb.prange(hp):
-        xr = xp[i]
-        yr = yp[i]
-        pxx = np.empty(wp, np.float32)
+        yr = np.empty(wp, np.float32)
+        _padded_row(b, i, r, yr)
         pyy = np.empty(wp, np.float32)
-        pxy = np.empty(wp, np.float32)
         for j in range(wp):
-            pxx[j] = xr[j] * xr[j]
             pyy[j] = yr[j] * yr[j]
-            pxy[j] = xr[j] * yr[j]
-        ox, oy, oxx, oyy, oxy = mx[i], my[i], mxx[i], myy[i], mxy[i]
-        for j in range(w):
-            ox[j] = _tap11(xr, j, k)
+        oy, oyy = my[i], myy[i]
         for j in range(w):
             oy[j] = _tap11(yr, j, k)
         for j in range(w):
-            oxx[j] = _tap11(pxx, j, k)
-        for j in range(w):
             oyy[j] = _tap11(pyy, j, k)
+    uy = np.empty((h, w), np.float32)
+    syy = np.empty((h, w), np.float32)
+    for i in nb.prange(h):
+        a0, a1 = uy[i], syy[i]
+        for j in range(w):
+            a0[j] = _vtap11(my, i, j, k)
+        for j in range(w):
+            a1[j] = _vtap11(myy, i, j, k)
+    return uy, syy
+
+
+@nb.njit(cache=True, parallel=True)
+def _mssim_moments(a, b, uy, syy, k, crop, out_map):
+    """Mean SSIM of plane ``a`` against plane ``b`` ('reflect' borders, 11-tap window ``k``),
+    given the reference's moments ``uy, syy`` (:func:`_reference_moments`); the per-pixel map
+    goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
+
+    Separable Gaussian filtering in float32, each output the taps summed in tap order (the
+    order of :func:`_mssim_loops`, so both give the same bits), every inner loop over a row
+    written to vectorise (indices provably non-negative: no wraparound checks); the SSIM
+    formula in float64, each row summed left to right, the rows reduced as the loops do.
+    """
+    r = 5
+    h, w = a.shape
+    hp = h + 2 * r
+    wp = w + 2 * r
+    # horizontal pass on every padded row: the moments that involve the image
+    mx = np.empty((hp, w), np.float32)
+    mxx = np.empty((hp, w), np.float32)
+    mxy = np.empty((hp, w), np.float32)
+    for i in nb.prange(hp):
+        xr = np.empty(wp, np.float32)
+        yr = np.empty(wp, np.float32)
+        _padded_row(a, i, r, xr)
+        _padded_row(b, i, r, yr)
+        pxx = np.empty(wp, np.float32)
+        pxy = np.empty(wp, np.float32)
+        for j in range(wp):
+            pxx[j] = xr[j] * xr[j]
+            pxy[j] = xr[j] * yr[j]
+        ox, oxx, oxy = mx[i], mxx[i], mxy[i]
+        for j in range(w):
+            ox[j] = _tap11(xr, j, k)
+        for j in range(w):
+            oxx[j] = _tap11(pxx, j, k)
         for j in range(w):
             oxy[j] = _tap11(pxy, j, k)
     c1 = np.float32((0.01 * 255.0) ** 2)
@@ -136,28 +181,23 @@ def _mssim(xp, yp, k, crop, out_map):
         if not full and not crop <= i < h - crop:
             continue
         ux = np.empty(w, np.float32)
-        uy = np.empty(w, np.float32)
         sxx = np.empty(w, np.float32)
-        syy = np.empty(w, np.float32)
         sxy = np.empty(w, np.float32)
         for j in range(w):
             ux[j] = _vtap11(mx, i, j, k)
         for j in range(w):
-            uy[j] = _vtap11(my, i, j, k)
-        for j in range(w):
             sxx[j] = _vtap11(mxx, i, j, k)
         for j in range(w):
-            syy[j] = _vtap11(myy, i, j, k)
-        for j in range(w):
             sxy[j] = _vtap11(mxy, i, j, k)
+        uyr, syyr = uy[i], syy[i]
         v = np.empty(w, np.float64)
         for j in range(w):
-            a, b = ux[j], uy[j]
-            vx = sxx[j] - a * a
-            vy = syy[j] - b * b
-            vxy = sxy[j] - a * b
+            p, q = ux[j], uyr[j]
+            vx = sxx[j] - p * p
+            vy = syyr[j] - q * q
+            vxy = sxy[j] - p * q
             # the literal 2 makes the products float64, as in the reference loops
-            v[j] = ((2 * a * b + c1) * (2 * vxy + c2)) / ((a * a + b * b + c1) * (vx + vy + c2))
+            v[j] = ((2 * p * q + c1) * (2 * vxy + c2)) / ((p * p + q * q + c1) * (vx + vy + c2))
         if full:
             for j in range(w):
                 out_map[i, j] = v[j]
@@ -172,7 +212,8 @@ def _mssim(xp, yp, k, crop, out_map):
 
 @nb.njit(cache=True, parallel=True)
 def _mssim_loops(xp, yp, k, crop, out_map):
-    """The plain loop formulation of :func:`_mssim` (any odd window), kept to pin the fast
+    """The plain loop formulation of :func:`_mssim_moments` on planes padded by ``len(k) // 2``
+    (any odd window), kept to pin the fast
     kernel bit for bit in the tests: same float32 filtering order, same float64 formula, same
     (parallel) reduction of the row sums."""
     r = k.shape[0] // 2
@@ -222,18 +263,49 @@ def _mssim_loops(xp, yp, k, crop, out_map):
     return rows.sum() / n if n > 0 else 1.0
 
 
+def _plane(a) -> np.ndarray:
+    return np.ascontiguousarray(a, np.float32)
+
+
+_NO_MAP = np.zeros((1, 1), np.float32)
+
+
+class SSIMReference:
+    """A reference plane (luma, or one channel) prepared for several MSSIM measurements.
+
+    The window means of the reference and of its square are computed once (on first use) and
+    shared by every :meth:`mssim` against it; the result is exactly :func:`mssim`'s.
+    """
+
+    def __init__(self, reference: np.ndarray):
+        self.plane = _plane(reference)
+        self._moments = None
+
+    def mssim(self, plane: np.ndarray) -> float:
+        """MSSIM of ``plane`` (same shape) against the reference; 1.0 when equal."""
+        if plane.shape != self.plane.shape:
+            raise ValueError(f"mssim: shapes differ {plane.shape} vs {self.plane.shape}")
+        if np.array_equal(plane, self.plane):
+            return 1.0
+        return self._mssim(_plane(plane), _NO_MAP)
+
+    def _mssim(self, a: np.ndarray, out_map: np.ndarray) -> float:
+        r = _K.shape[0] // 2
+        if min(a.shape) <= 2 * r:
+            return float(_ssim(a, self.plane, False))
+        if self._moments is None:
+            self._moments = _reference_moments(self.plane, _K)
+        return float(_mssim_moments(a, self.plane, *self._moments, _K, r, out_map))
+
+
 def _mssim_plane(a: np.ndarray, b: np.ndarray) -> float:
-    r = _K.shape[0] // 2
-    if min(a.shape) <= 2 * r:
-        return float(_ssim(a, b, False))
-    pa = np.pad(np.asarray(a, np.float32), r, mode="symmetric")  # = scipy/skimage "reflect"
-    pb = np.pad(np.asarray(b, np.float32), r, mode="symmetric")
-    return float(_mssim(pa, pb, _K, r, np.zeros((1, 1), np.float32)))
+    return SSIMReference(b)._mssim(_plane(a), _NO_MAP)
 
 
 def mssim(image: np.ndarray, reference: np.ndarray, channel: str = "luma") -> float:
     """MSSIM of ``image`` against ``reference``: uint8 (H, W, 3) images, or (H, W) planes
-    (already luma, e.g. from :func:`luma`); 1.0 when equal."""
+    (already luma, e.g. from :func:`luma`); 1.0 when equal.  Several images against one
+    reference: :class:`SSIMReference`."""
     if image.shape != reference.shape:
         raise ValueError(f"mssim: shapes differ {image.shape} vs {reference.shape}")
     if channel == "luma":
@@ -260,5 +332,5 @@ def ssim_map(image: np.ndarray, reference: np.ndarray) -> np.ndarray:
     if min(a.shape) <= 2 * r:
         return _ssim(a, b, True)[1].astype(np.float32)
     out = np.zeros(a.shape, np.float32)
-    _mssim(np.pad(a, r, mode="symmetric"), np.pad(b, r, mode="symmetric"), _K, r, out)
+    SSIMReference(b)._mssim(_plane(a), out)
     return out
