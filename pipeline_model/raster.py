@@ -462,7 +462,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 obj = dobj[d]
                 count = mode != 2  # fragments are counted as rasterized once
                 shade_pass = mode != 1
-                fast = mode == 0 and b == 1 and not rec_vis and not rec_occ
+                fast = mode == 0 and b == 1
                 # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
                 nbx = (tw + b - 1) // b
                 nby = (th + b - 1) // b
@@ -555,7 +555,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     fy = np.float32(syg / 256.0)
                     py1 = min(by0 + b, th)
                     if fast:
-                        # the common case (full rate, program-order pass, nothing recorded)
+                        # the common case (full rate, plain depth test): the general loop below
+                        # specialised to one sample per pixel, records included
                         gy = y0t + by0
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
@@ -567,17 +568,39 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                 z = one32
                             n_rast += 1
                             covered_pp[gy, x0t + bx0] += 1
+                            if rec_vis:
+                                if z < zmin[en]:
+                                    zmin[en] = z
+                                if z > zmax[en]:
+                                    zmax[en] = z
                             if dtest:
                                 stored = tdepth[by0, bx0]
                                 passed = _cmp(depth_func, z, stored)
                                 if tie_prog and z == stored:
                                     passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                if passed and dwrite:
+                                    tdepth[by0, bx0] = z
+                                    twtri[by0, bx0] = t
+                                if rec_occ:
+                                    other = tobj[by0, bx0]
+                                    if other >= 0 and other != obj:
+                                        if passed:
+                                            oa = obj
+                                            ob = other
+                                        else:
+                                            oa = other
+                                            ob = obj
+                                        if occ_first[oc, oa, ob] == 0:
+                                            seq[oc] += 1
+                                            occ_first[oc, oa, ob] = seq[oc]
+                                        occ_count[oc, oa, ob] += 1
+                                    if passed and dwrite:
+                                        tobj[by0, bx0] = obj
                                 if not passed:
                                     n_kill += 1
                                     continue
-                                if dwrite:
-                                    tdepth[by0, bx0] = z
-                                    twtri[by0, bx0] = t
+                            if rec_vis:
+                                vis[en] = 1
                             n_shade += 1
                             r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                        e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
