@@ -332,6 +332,15 @@ def test_fast_mssim_matches_scikit_image():
         assert quality.mssim(b, a) == pytest.approx(quality.mssim_reference(b, a), abs=1e-5)
 
 
+def test_blocked_luma_equals_the_numpy_expression():
+    rng = np.random.default_rng(4)
+    for shape in [(768, 1196, 3), (33, 17, 3), (7, 5, 4), (1, 3, 3), (65, 100, 3)]:
+        a = rng.integers(0, 256, shape, dtype=np.uint8)
+        assert np.array_equal(quality.luma(a), quality.luma_numpy(a))
+        f = a.astype(np.float64)
+        assert np.array_equal(quality.luma(f), quality.luma_numpy(f))
+
+
 def test_fast_mssim_kernel_equals_plain_loops_bit_for_bit():
     # the vectorised kernels sum the same float32 products in the same order as the plain loops
     rng = np.random.default_rng(11)

@@ -90,8 +90,10 @@ def tile_luma(image: np.ndarray, tile: int = 16) -> np.ndarray:
 
 
 def tile_dct(image: np.ndarray, tile: int = 16) -> np.ndarray:
-    """Orthonormal 2D DCT-II of every tile's luma: (n_tiles, tile, tile)."""
-    return scipy.fft.dctn(tile_luma(image, tile), axes=(1, 2), norm="ortho")
+    """Orthonormal 2D DCT-II of every tile's luma: (n_tiles, tile, tile).  The tiles are split
+    over the model's threads (``NUMBA_NUM_THREADS``); each tile's transform is the same."""
+    return scipy.fft.dctn(tile_luma(image, tile), axes=(1, 2), norm="ortho",
+                          workers=nb.get_num_threads())
 
 
 @lru_cache(maxsize=8)
