@@ -131,35 +131,44 @@ def _padded_row(a, i, r, buf):
         buf[r + w + j] = src[w - 1 - j]
 
 
+#: output rows per strip of the MSSIM kernels
+_STRIP = 32
+
+
 @nb.njit(cache=True, parallel=True)
 def _reference_moments(b, k):
     """Window means of the reference plane ``b`` and of ``b * b`` (h, w) float32: the two
-    moments of the SSIM formula that only depend on the reference."""
+    moments of the SSIM formula that only depend on the reference.  Strips of ``_STRIP``
+    rows: each strip's horizontal pass (its rows and the window's margin) stays in cache."""
     r = 5
     h, w = b.shape
-    hp = h + 2 * r
     wp = w + 2 * r
-    my = np.empty((hp, w), np.float32)
-    myy = np.empty((hp, w), np.float32)
-    for i in nb.prange(hp):
-        yr = np.empty(wp, np.float32)
-        _padded_row(b, i, r, yr)
-        pyy = np.empty(wp, np.float32)
-        for j in range(wp):
-            pyy[j] = yr[j] * yr[j]
-        oy, oyy = my[i], myy[i]
-        for j in range(w):
-            oy[j] = _tap11(yr, j, k)
-        for j in range(w):
-            oyy[j] = _tap11(pyy, j, k)
     uy = np.empty((h, w), np.float32)
     syy = np.empty((h, w), np.float32)
-    for i in nb.prange(h):
-        a0, a1 = uy[i], syy[i]
-        for j in range(w):
-            a0[j] = _vtap11(my, i, j, k)
-        for j in range(w):
-            a1[j] = _vtap11(myy, i, j, k)
+    ns = (h + _STRIP - 1) // _STRIP
+    for s in nb.prange(ns):
+        i0 = s * _STRIP
+        i1 = min(h, i0 + _STRIP)
+        nr = i1 - i0 + 2 * r
+        my = np.empty((nr, w), np.float32)
+        myy = np.empty((nr, w), np.float32)
+        yr = np.empty(wp, np.float32)
+        pyy = np.empty(wp, np.float32)
+        for pr in range(nr):
+            _padded_row(b, i0 + pr, r, yr)
+            for j in range(wp):
+                pyy[j] = yr[j] * yr[j]
+            oy, oyy = my[pr], myy[pr]
+            for j in range(w):
+                oy[j] = _tap11(yr, j, k)
+            for j in range(w):
+                oyy[j] = _tap11(pyy, j, k)
+        for ii in range(i1 - i0):
+            a0, a1 = uy[i0 + ii], syy[i0 + ii]
+            for j in range(w):
+                a0[j] = _vtap11(my, ii, j, k)
+            for j in range(w):
+                a1[j] = _vtap11(myy, ii, j, k)
     return uy, syy
 
 
@@ -171,78 +180,85 @@ def _mssim_moments(a, b, uy, syy, k, crop, out_map):
 
     Separable Gaussian filtering in float32, each output the taps summed in tap order (the
     order of :func:`_mssim_loops`, so both give the same bits), every inner loop over a row
-    written to vectorise (indices provably non-negative: no wraparound checks); the SSIM
-    formula in float64, each row summed left to right, the rows reduced as the loops do.
+    written to vectorise (indices provably non-negative: no wraparound checks), by strips of
+    ``_STRIP`` rows whose horizontal pass stays in cache; the SSIM formula in float64, each row
+    summed left to right (four rows at a time, to hide the add latency), the rows reduced as
+    the loops do.
     """
     r = 5
     h, w = a.shape
-    hp = h + 2 * r
     wp = w + 2 * r
-    # horizontal pass on every padded row: the moments that involve the image
-    mx = np.empty((hp, w), np.float32)
-    mxx = np.empty((hp, w), np.float32)
-    mxy = np.empty((hp, w), np.float32)
-    for i in nb.prange(hp):
-        xr = np.empty(wp, np.float32)
-        yr = np.empty(wp, np.float32)
-        _padded_row(a, i, r, xr)
-        _padded_row(b, i, r, yr)
-        pxx = np.empty(wp, np.float32)
-        pxy = np.empty(wp, np.float32)
-        for j in range(wp):
-            pxx[j] = xr[j] * xr[j]
-            pxy[j] = xr[j] * yr[j]
-        ox, oxx, oxy = mx[i], mxx[i], mxy[i]
-        for j in range(w):
-            ox[j] = _tap11(xr, j, k)
-        for j in range(w):
-            oxx[j] = _tap11(pxx, j, k)
-        for j in range(w):
-            oxy[j] = _tap11(pxy, j, k)
     c1 = np.float32((0.01 * 255.0) ** 2)
     c2 = np.float32((0.03 * 255.0) ** 2)
     rows = np.zeros(h, np.float64)
     full = out_map.shape[0] == h
-    # rows in groups of four: four independent left-to-right row sums hide the add latency
-    for g in nb.prange((h + 3) // 4):
+    ns = (h + _STRIP - 1) // _STRIP
+    for s in nb.prange(ns):
+        i0 = s * _STRIP
+        i1 = min(h, i0 + _STRIP)
+        nr = i1 - i0 + 2 * r
+        mx = np.empty((nr, w), np.float32)
+        mxx = np.empty((nr, w), np.float32)
+        mxy = np.empty((nr, w), np.float32)
+        xr = np.empty(wp, np.float32)
+        yr = np.empty(wp, np.float32)
+        pxx = np.empty(wp, np.float32)
+        pxy = np.empty(wp, np.float32)
+        for pr in range(nr):
+            _padded_row(a, i0 + pr, r, xr)
+            _padded_row(b, i0 + pr, r, yr)
+            for j in range(wp):
+                pxx[j] = xr[j] * xr[j]
+                pxy[j] = xr[j] * yr[j]
+            ox, oxx, oxy = mx[pr], mxx[pr], mxy[pr]
+            for j in range(w):
+                ox[j] = _tap11(xr, j, k)
+            for j in range(w):
+                oxx[j] = _tap11(pxx, j, k)
+            for j in range(w):
+                oxy[j] = _tap11(pxy, j, k)
         v = np.zeros((4, w), np.float64)
         ux = np.empty(w, np.float32)
         sxx = np.empty(w, np.float32)
         sxy = np.empty(w, np.float32)
-        for m in range(4):
-            i = 4 * g + m
-            if i >= h or (not full and not crop <= i < h - crop):
-                continue
-            for j in range(w):
-                ux[j] = _vtap11(mx, i, j, k)
-            for j in range(w):
-                sxx[j] = _vtap11(mxx, i, j, k)
-            for j in range(w):
-                sxy[j] = _vtap11(mxy, i, j, k)
-            uyr, syyr, vr = uy[i], syy[i], v[m]
-            for j in range(w):
-                p, q = ux[j], uyr[j]
-                vx = sxx[j] - p * p
-                vy = syyr[j] - q * q
-                vxy = sxy[j] - p * q
-                # the literal 2 makes the products float64, as in the reference loops
-                vr[j] = ((2 * p * q + c1) * (2 * vxy + c2)) / ((p * p + q * q + c1) * (vx + vy + c2))
-            if full:
+        for g0 in range(0, i1 - i0, 4):
+            for m in range(4):
+                ii = g0 + m
+                i = i0 + ii
+                vr = v[m]
+                if ii >= i1 - i0 or (not full and not crop <= i < h - crop):
+                    for j in range(w):
+                        vr[j] = 0.0
+                    continue
                 for j in range(w):
-                    out_map[i, j] = vr[j]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for j in range(crop, w - crop):
-            s0 += v[0, j]
-            s1 += v[1, j]
-            s2 += v[2, j]
-            s3 += v[3, j]
-        for m in range(4):
-            i = 4 * g + m
-            if crop <= i < h - crop:
-                rows[i] = s0 if m == 0 else s1 if m == 1 else s2 if m == 2 else s3
+                    ux[j] = _vtap11(mx, ii, j, k)
+                for j in range(w):
+                    sxx[j] = _vtap11(mxx, ii, j, k)
+                for j in range(w):
+                    sxy[j] = _vtap11(mxy, ii, j, k)
+                uyr, syyr = uy[i], syy[i]
+                for j in range(w):
+                    p, q = ux[j], uyr[j]
+                    vx = sxx[j] - p * p
+                    vy = syyr[j] - q * q
+                    vxy = sxy[j] - p * q
+                    vr[j] = ((2 * p * q + c1) * (2 * vxy + c2)) / ((p * p + q * q + c1) * (vx + vy + c2))
+                if full:
+                    for j in range(w):
+                        out_map[i, j] = vr[j]
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for j in range(crop, w - crop):
+                s0 += v[0, j]
+                s1 += v[1, j]
+                s2 += v[2, j]
+                s3 += v[3, j]
+            for m in range(4):
+                i = i0 + g0 + m
+                if g0 + m < i1 - i0 and crop <= i < h - crop:
+                    rows[i] = s0 if m == 0 else s1 if m == 1 else s2 if m == 2 else s3
     n = (h - 2 * crop) * (w - 2 * crop)
     return rows.sum() / n if n > 0 else 1.0
 
