@@ -20,7 +20,7 @@ import numba as nb
 import numpy as np
 from skimage.metrics import structural_similarity
 
-__all__ = ["MSSIM_THRESHOLD", "SSIMReference", "luma", "mssim", "mssim_reference", "ssim_map"]
+__all__ = ["MSSIM_THRESHOLD", "luma", "mssim", "mssim_reference", "ssim_map"]
 
 #: Paper 004's quality rule: a frame below this MSSIM is an error.
 MSSIM_THRESHOLD = 0.95
@@ -136,54 +136,16 @@ _STRIP = 32
 
 
 @nb.njit(cache=True, parallel=True)
-def _reference_moments(b, k):
-    """Window means of the reference plane ``b`` and of ``b * b`` (h, w) float32: the two
-    moments of the SSIM formula that only depend on the reference.  Strips of ``_STRIP``
-    rows: each strip's horizontal pass (its rows and the window's margin) stays in cache."""
-    r = 5
-    h, w = b.shape
-    wp = w + 2 * r
-    uy = np.empty((h, w), np.float32)
-    syy = np.empty((h, w), np.float32)
-    ns = (h + _STRIP - 1) // _STRIP
-    for s in nb.prange(ns):
-        i0 = s * _STRIP
-        i1 = min(h, i0 + _STRIP)
-        nr = i1 - i0 + 2 * r
-        my = np.empty((nr, w), np.float32)
-        myy = np.empty((nr, w), np.float32)
-        yr = np.empty(wp, np.float32)
-        pyy = np.empty(wp, np.float32)
-        for pr in range(nr):
-            _padded_row(b, i0 + pr, r, yr)
-            for j in range(wp):
-                pyy[j] = yr[j] * yr[j]
-            oy, oyy = my[pr], myy[pr]
-            for j in range(w):
-                oy[j] = _tap11(yr, j, k)
-            for j in range(w):
-                oyy[j] = _tap11(pyy, j, k)
-        for ii in range(i1 - i0):
-            a0, a1 = uy[i0 + ii], syy[i0 + ii]
-            for j in range(w):
-                a0[j] = _vtap11(my, ii, j, k)
-            for j in range(w):
-                a1[j] = _vtap11(myy, ii, j, k)
-    return uy, syy
+def _mssim(a, b, k, crop, out_map):
+    """Mean SSIM of plane ``a`` against plane ``b`` ('reflect' borders, 11-tap window ``k``);
+    the per-pixel map goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
 
-
-@nb.njit(cache=True, parallel=True)
-def _mssim_moments(a, b, uy, syy, k, crop, out_map):
-    """Mean SSIM of plane ``a`` against plane ``b`` ('reflect' borders, 11-tap window ``k``),
-    given the reference's moments ``uy, syy`` (:func:`_reference_moments`); the per-pixel map
-    goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
-
-    Separable Gaussian filtering in float32, each output the taps summed in tap order (the
-    order of :func:`_mssim_loops`, so both give the same bits), every inner loop over a row
-    written to vectorise (indices provably non-negative: no wraparound checks), by strips of
-    ``_STRIP`` rows whose horizontal pass stays in cache; the SSIM formula in float64, each row
-    summed left to right (four rows at a time, to hide the add latency), the rows reduced as
-    the loops do.
+    Separable Gaussian filtering of the five moments in float32, each output the taps summed
+    in tap order (the order of :func:`_mssim_loops`, so both give the same bits), every inner
+    loop over a row written to vectorise (indices provably non-negative: no wraparound
+    checks), by strips of ``_STRIP`` rows whose horizontal pass (the strip and the window's
+    margin) stays in cache; the SSIM formula in float64, each row summed left to right (four
+    rows at a time, to hide the add latency), the rows reduced as the loops do.
     """
     r = 5
     h, w = a.shape
@@ -198,28 +160,38 @@ def _mssim_moments(a, b, uy, syy, k, crop, out_map):
         i1 = min(h, i0 + _STRIP)
         nr = i1 - i0 + 2 * r
         mx = np.empty((nr, w), np.float32)
+        my = np.empty((nr, w), np.float32)
         mxx = np.empty((nr, w), np.float32)
+        myy = np.empty((nr, w), np.float32)
         mxy = np.empty((nr, w), np.float32)
         xr = np.empty(wp, np.float32)
         yr = np.empty(wp, np.float32)
         pxx = np.empty(wp, np.float32)
+        pyy = np.empty(wp, np.float32)
         pxy = np.empty(wp, np.float32)
         for pr in range(nr):
             _padded_row(a, i0 + pr, r, xr)
             _padded_row(b, i0 + pr, r, yr)
             for j in range(wp):
                 pxx[j] = xr[j] * xr[j]
+                pyy[j] = yr[j] * yr[j]
                 pxy[j] = xr[j] * yr[j]
-            ox, oxx, oxy = mx[pr], mxx[pr], mxy[pr]
+            ox, oy, oxx, oyy, oxy = mx[pr], my[pr], mxx[pr], myy[pr], mxy[pr]
             for j in range(w):
                 ox[j] = _tap11(xr, j, k)
             for j in range(w):
+                oy[j] = _tap11(yr, j, k)
+            for j in range(w):
                 oxx[j] = _tap11(pxx, j, k)
+            for j in range(w):
+                oyy[j] = _tap11(pyy, j, k)
             for j in range(w):
                 oxy[j] = _tap11(pxy, j, k)
         v = np.zeros((4, w), np.float64)
         ux = np.empty(w, np.float32)
+        uy = np.empty(w, np.float32)
         sxx = np.empty(w, np.float32)
+        syy = np.empty(w, np.float32)
         sxy = np.empty(w, np.float32)
         for g0 in range(0, i1 - i0, 4):
             for m in range(4):
@@ -233,14 +205,17 @@ def _mssim_moments(a, b, uy, syy, k, crop, out_map):
                 for j in range(w):
                     ux[j] = _vtap11(mx, ii, j, k)
                 for j in range(w):
+                    uy[j] = _vtap11(my, ii, j, k)
+                for j in range(w):
                     sxx[j] = _vtap11(mxx, ii, j, k)
                 for j in range(w):
-                    sxy[j] = _vtap11(mxy, ii, j, k)
-                uyr, syyr = uy[i], syy[i]
+                    syy[j] = _vtap11(myy, ii, j, k)
                 for j in range(w):
-                    p, q = ux[j], uyr[j]
+                    sxy[j] = _vtap11(mxy, ii, j, k)
+                for j in range(w):
+                    p, q = ux[j], uy[j]
                     vx = sxx[j] - p * p
-                    vy = syyr[j] - q * q
+                    vy = syy[j] - q * q
                     vxy = sxy[j] - p * q
                     vr[j] = ((2 * p * q + c1) * (2 * vxy + c2)) / ((p * p + q * q + c1) * (vx + vy + c2))
                 if full:
@@ -265,7 +240,7 @@ def _mssim_moments(a, b, uy, syy, k, crop, out_map):
 
 @nb.njit(cache=True, parallel=True)
 def _mssim_loops(xp, yp, k, crop, out_map):
-    """The plain loop formulation of :func:`_mssim_moments` on planes padded by ``len(k) // 2``
+    """The plain loop formulation of :func:`_mssim` on planes padded by ``len(k) // 2``
     (any odd window), kept to pin the fast
     kernel bit for bit in the tests: same float32 filtering order, same float64 formula, same
     (parallel) reduction of the row sums."""
@@ -316,49 +291,20 @@ def _mssim_loops(xp, yp, k, crop, out_map):
     return rows.sum() / n if n > 0 else 1.0
 
 
-def _plane(a) -> np.ndarray:
-    return np.ascontiguousarray(a, np.float32)
-
-
 _NO_MAP = np.zeros((1, 1), np.float32)
 
 
-class SSIMReference:
-    """A reference plane (luma, or one channel) prepared for several MSSIM measurements.
-
-    The window means of the reference and of its square are computed once (on first use) and
-    shared by every :meth:`mssim` against it; the result is exactly :func:`mssim`'s.
-    """
-
-    def __init__(self, reference: np.ndarray):
-        self.plane = _plane(reference)
-        self._moments = None
-
-    def mssim(self, plane: np.ndarray) -> float:
-        """MSSIM of ``plane`` (same shape) against the reference; 1.0 when equal."""
-        if plane.shape != self.plane.shape:
-            raise ValueError(f"mssim: shapes differ {plane.shape} vs {self.plane.shape}")
-        if np.array_equal(plane, self.plane):
-            return 1.0
-        return self._mssim(_plane(plane), _NO_MAP)
-
-    def _mssim(self, a: np.ndarray, out_map: np.ndarray) -> float:
-        r = _K.shape[0] // 2
-        if min(a.shape) <= 2 * r:
-            return float(_ssim(a, self.plane, False))
-        if self._moments is None:
-            self._moments = _reference_moments(self.plane, _K)
-        return float(_mssim_moments(a, self.plane, *self._moments, _K, r, out_map))
-
-
-def _mssim_plane(a: np.ndarray, b: np.ndarray) -> float:
-    return SSIMReference(b)._mssim(_plane(a), _NO_MAP)
+def _mssim_plane(a: np.ndarray, b: np.ndarray, out_map: np.ndarray = _NO_MAP) -> float:
+    a = np.ascontiguousarray(a, np.float32)
+    b = np.ascontiguousarray(b, np.float32)
+    if min(a.shape) <= 2 * (_K.shape[0] // 2):
+        return float(_ssim(a, b, False))
+    return float(_mssim(a, b, _K, 5, out_map))
 
 
 def mssim(image: np.ndarray, reference: np.ndarray, channel: str = "luma") -> float:
     """MSSIM of ``image`` against ``reference``: uint8 (H, W, 3) images, or (H, W) planes
-    (already luma, e.g. from :func:`luma`); 1.0 when equal.  Several images against one
-    reference: :class:`SSIMReference`."""
+    (already luma, e.g. from :func:`luma`); 1.0 when equal."""
     if image.shape != reference.shape:
         raise ValueError(f"mssim: shapes differ {image.shape} vs {reference.shape}")
     if channel == "luma":
@@ -385,5 +331,5 @@ def ssim_map(image: np.ndarray, reference: np.ndarray) -> np.ndarray:
     if min(a.shape) <= 2 * r:
         return _ssim(a, b, True)[1].astype(np.float32)
     out = np.zeros(a.shape, np.float32)
-    SSIMReference(b)._mssim(_plane(a), out)
+    _mssim_plane(a, b, out)
     return out

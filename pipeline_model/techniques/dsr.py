@@ -385,7 +385,7 @@ def search_parameters(sequences, thresholds=(1, 2, 4, 8, 16, 32, 64, 128, 256, 5
 
 
 # -------------------------------------------------------------------------- technique
-from pipeline_model.quality import SSIMReference  # noqa: E402
+from pipeline_model.quality import mssim  # noqa: E402
 from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
@@ -426,10 +426,10 @@ class DSRController:
             if not self._rate.any():
                 q = 1.0
             else:
-                shared = ctx.shared  # the reference, once per frame for dsr and evr+dsr
-                if "baseline_ssim" not in shared:
-                    shared["baseline_ssim"] = SSIMReference(luma(ctx.baseline().colour))
-                q = shared["baseline_ssim"].mssim(y)
+                shared = ctx.shared  # the reference's luma, once per frame for dsr and evr+dsr
+                if "baseline_luma" not in shared:
+                    shared["baseline_luma"] = luma(ctx.baseline().colour)
+                q = mssim(y, shared["baseline_luma"])
             self.mssim.append((int(ctx.index), q, cut))
             out["mssim"] = q
             self.quality_seconds += time.perf_counter() - t0
