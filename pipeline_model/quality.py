@@ -40,19 +40,22 @@ def luma_numpy(image: np.ndarray) -> np.ndarray:
 _LUMA_ROWS = 32
 
 
-def luma(image: np.ndarray) -> np.ndarray:
+def luma(image: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """BT.601 luma of an (H, W, 3) image, float32 in the image's own scale (0..255 for uint8).
 
     The value is ``image[..., :3].astype(float32) @ [0.299, 0.587, 0.114]``; numpy evaluates
     that stacked product one image row at a time (one BLAS matrix-vector product per row), so
     converting and multiplying blocks of rows through a small buffer gives the same bits
-    without a full-size float32 copy of the image.
+    without a full-size float32 copy of the image.  ``out``: an (H, W) float32 array to fill
+    and return instead of a new one (for an (H, W, 3) image; a plane is returned as float32).
     """
     a = np.asarray(image)
     if a.ndim != 3:
         return luma_numpy(a)
     h = a.shape[0]
-    out = np.empty(a.shape[:2], np.float32)
+    if out is None or out.shape != a.shape[:2] or out.dtype != np.float32 \
+            or not out.flags.c_contiguous:
+        out = np.empty(a.shape[:2], np.float32)
     buf = np.empty((min(_LUMA_ROWS, h), a.shape[1], 3), np.float32)
     for i in range(0, h, _LUMA_ROWS):
         n = min(_LUMA_ROWS, h - i)

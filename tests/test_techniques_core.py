@@ -282,6 +282,30 @@ def test_compiled_diagonal_max_and_fsm_equal_numpy():
                         assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
+def test_tile_gather_and_reused_buffers_equal_numpy():
+    rng = np.random.default_rng(8)
+    for shape in [(768, 1196, 3), (17, 33, 3), (16, 16, 3), (5, 7, 3), (40, 40)]:
+        im = rng.integers(0, 256, shape, dtype=np.uint8)
+        want = dsr.tile_luma_numpy(im)
+        got = dsr.tile_luma(im)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        assert dsr.tile_luma(im, out=np.full_like(want, np.nan)).tolist() == want.tolist()
+        if len(shape) == 3:
+            buf = np.full(shape[:2], np.nan, np.float32)
+            y = quality.luma(im, out=buf)
+            assert y is buf and np.array_equal(y, quality.luma_numpy(im))
+    # the rate table with its reused tile buffer == the plain numpy chain, frame after frame
+    import scipy.fft
+
+    st = dsr.DSRState()
+    state = np.zeros(20, np.int8)
+    for _ in range(3):
+        im = (rng.integers(0, 256, (64, 80, 3)) // rng.integers(1, 64)).astype(np.uint8)
+        c = scipy.fft.dctn(dsr.tile_luma_numpy(im), axes=(1, 2), norm="ortho")
+        state = dsr.fsm_step_numpy(state, dsr.diagonal_max_numpy(c), st.params)
+        assert np.array_equal(st.update(im), state)
+
+
 def test_dct_flat_tile_has_only_dc():
     img = np.full((16, 32, 3), 77, np.uint8)
     c = dsr.tile_dct(img)

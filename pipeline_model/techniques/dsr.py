@@ -78,8 +78,8 @@ class DSRParams:
                 "increase": [list(p) for p in self.increase]}
 
 
-def tile_luma(image: np.ndarray, tile: int = 16) -> np.ndarray:
-    """(n_tiles, tile, tile) luma blocks, row-major tile order, edge tiles edge-padded."""
+def tile_luma_numpy(image: np.ndarray, tile: int = 16) -> np.ndarray:
+    """:func:`tile_luma` by numpy (pad, reshape, transpose); the reference of the tests."""
     y = luma(image)
     h, w = y.shape
     ph, pw = (-h) % tile, (-w) % tile
@@ -89,11 +89,44 @@ def tile_luma(image: np.ndarray, tile: int = 16) -> np.ndarray:
     return y.reshape(ty, tile, tx, tile).transpose(0, 2, 1, 3).reshape(ty * tx, tile, tile)
 
 
-def tile_dct(image: np.ndarray, tile: int = 16) -> np.ndarray:
-    """Orthonormal 2D DCT-II of every tile's luma: (n_tiles, tile, tile).  The tiles are split
-    over the model's threads (``NUMBA_NUM_THREADS``); each tile's transform is the same."""
-    return scipy.fft.dctn(tile_luma(image, tile), axes=(1, 2), norm="ortho",
-                          workers=nb.get_num_threads())
+@nb.njit(cache=True)
+def _gather_tiles(y, out):
+    h, w = y.shape
+    tile = out.shape[1]
+    tx = (w + tile - 1) // tile
+    for t in range(out.shape[0]):
+        y0 = (t // tx) * tile
+        x0 = (t % tx) * tile
+        for i in range(tile):
+            row = y[min(y0 + i, h - 1)]
+            o = out[t, i]
+            for j in range(tile):
+                o[j] = row[min(x0 + j, w - 1)]
+
+
+def tile_luma(image: np.ndarray, tile: int = 16, out: np.ndarray | None = None) -> np.ndarray:
+    """(n_tiles, tile, tile) luma blocks, row-major tile order, edge tiles edge-padded.
+
+    One compiled gather (no padded or transposed copies); ``out``, a float32 array of that
+    shape, is filled and returned instead of a new array (DSR reuses one every frame: fresh
+    multi-megabyte buffers cost page faults)."""
+    y = luma(image)
+    h, w = y.shape
+    shape = (((h + tile - 1) // tile) * ((w + tile - 1) // tile), tile, tile)
+    if out is None or out.shape != shape or out.dtype != np.float32:
+        out = np.empty(shape, np.float32)
+    _gather_tiles(y, out)
+    return out
+
+
+def _dct_in_place(tiles: np.ndarray) -> np.ndarray:
+    return scipy.fft.dctn(tiles, axes=(1, 2), norm="ortho", overwrite_x=True)
+
+
+def tile_dct(image: np.ndarray, tile: int = 16, out: np.ndarray | None = None) -> np.ndarray:
+    """Orthonormal 2D DCT-II of every tile's luma: (n_tiles, tile, tile) float32 (computed in
+    place in ``out`` when given, see :func:`tile_luma`)."""
+    return _dct_in_place(tile_luma(image, tile, out))
 
 
 @lru_cache(maxsize=8)
@@ -233,6 +266,7 @@ class DSRState:
 
     params: DSRParams = field(default_factory=DSRParams)
     state: np.ndarray | None = None
+    _tiles: np.ndarray | None = field(default=None, repr=False)  # reused tile/DCT buffer
 
     def rates(self, n_tiles: int) -> np.ndarray:
         if self.state is None or self.state.shape[0] != n_tiles:
@@ -241,7 +275,8 @@ class DSRState:
 
     def update(self, image: np.ndarray, tile: int = 16) -> np.ndarray:
         """Analyse the rendered frame (image or luma plane) and set the rates of the next one."""
-        suffix = suffix_diagonal_max(tile_dct(image, tile))
+        self._tiles = tile_luma(image, tile, self._tiles)
+        suffix = suffix_diagonal_max(_dct_in_place(self._tiles))
         self.state = fsm_step(self.rates(suffix.shape[0]), suffix, self.params, presuffixed=True)
         return self.state
 
@@ -401,6 +436,7 @@ class DSRController:
         self.mssim: list[tuple[int, float, bool]] = []  # (frame, MSSIM, first after a cut)
         self.quality_seconds = 0.0  # time spent measuring MSSIM (reporting, not the technique)
         self._rate = None
+        self._y = self._ref = None  # luma buffers reused from frame to frame
 
     def rate(self, ctx) -> np.ndarray | None:
         self._rate = self.table.rates(ctx.frame.n_tiles).copy()
@@ -410,7 +446,7 @@ class DSRController:
         f = ctx.frame
         spp = samples_per_pixel(self._rate, f.width, f.height, f.tile)
         self.spp.append(spp)
-        y = luma(result.colour)
+        y = self._y = luma(result.colour, self._y)
         cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
         if cut:
             # First frame after a camera cut: it was rendered with the rates learned from the
@@ -428,7 +464,9 @@ class DSRController:
             else:
                 shared = ctx.shared  # the reference's luma, once per frame for dsr and evr+dsr
                 if "baseline_luma" not in shared:
-                    shared["baseline_luma"] = luma(ctx.baseline().colour)
+                    # into this controller's buffer: the frame's shared dict is gone by the
+                    # time the next frame overwrites it
+                    shared["baseline_luma"] = self._ref = luma(ctx.baseline().colour, self._ref)
                 q = mssim(y, shared["baseline_luma"])
             self.mssim.append((int(ctx.index), q, cut))
             out["mssim"] = q
