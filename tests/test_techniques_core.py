@@ -159,6 +159,14 @@ def test_fused_fvp_and_prediction_counts_equal_the_numpy_formulation():
         evr.prediction_stats(pred[perm][m], ~vis[m])
 
 
+def test_znear_equals_row_minimum():
+    from types import SimpleNamespace as NS
+
+    z = np.random.default_rng(2).random((1000, 3)).astype(np.float32)
+    z[::7, 1] = z[::7, 0]
+    assert np.array_equal(evr.znear_of(NS(z=z)), z.min(axis=1))
+
+
 def test_re_exclusion_guards():
     # tile with HUD (depth test off) above WOZ: layer exclusion allowed
     f = _frame(3, [0, 1, 2], depth_test=[True, True, False], depth_write=[True, True, False])

@@ -276,12 +276,16 @@ def _fvp_writer(offsets, tri, perm, draw, layer, woz, depth, writer, tiles_x, ti
         x0 = (t % tiles_x) * tile
         zf = np.float32(0.0)
         lf = np.int32(2**31 - 1)
+        last = -1
+        lv = np.int32(0)
         for y in range(y0, min(y0 + tile, h)):
             for x in range(x0, min(x0 + tile, w)):
                 if depth[y, x] > zf:
                     zf = depth[y, x]
                 e = writer[y, x]
-                lv = layer[perm[e]] if e >= 0 else np.int32(0)
+                if e != last:  # neighbouring pixels mostly share their writer
+                    last = e
+                    lv = layer[perm[e]] if e >= 0 else np.int32(0)
                 if lv < lf:
                     lf = lv
         zfar[t] = zf
@@ -402,6 +406,14 @@ from pipeline_model.techniques._shared import frame_cache, reorder_extra, result
 from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
+def znear_of(frame) -> np.ndarray:
+    """(N,) ``Znear``, each triangle's smallest vertex depth: ``frame.z.min(axis=1)`` as two
+    element-wise minimums (the same values; numpy's per-row reduction over three columns is
+    ~30x slower)."""
+    z = frame.z
+    return np.minimum(np.minimum(z[:, 0], z[:, 1]), z[:, 2])
+
+
 def _zfloor(frame):
     return frame_cache(frame, "evr_zfloor", lambda: fragment_depth_floor(frame))
 
@@ -410,7 +422,7 @@ def _frame_layers(frame, tiles):
     woz = frame_cache(frame, "evr_woz", lambda: woz_draws(frame))
     layer = frame_cache(frame, "evr_layer",
                         lambda: assign_layers(tiles.offsets, tiles.tri, frame.draw, woz))
-    znear = frame_cache(frame, "evr_znear", lambda: frame.z.min(axis=1))
+    znear = frame_cache(frame, "evr_znear", lambda: znear_of(frame))
     return woz, layer, znear
 
 
