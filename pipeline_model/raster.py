@@ -392,6 +392,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             depth[y0t + yy, x0t + xx] = prev_d[y0t + yy, x0t + xx]
                         else:
                             depth[y0t + yy, x0t + xx] = clear_depth
+                        if rec_writer:
+                            writer[y0t + yy, x0t + xx] = -1
                 continue
             k = rate[ti]
             b = 1 << k
@@ -887,7 +889,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     covered = np.zeros((H, W), np.int32)
     counters = np.zeros((n_tiles, _N_COUNTERS), np.int64)
     cycles = np.zeros(n_tiles, np.float64)
-    writer = np.full((H, W) if record_writer else (1, 1), -1, np.int32)
+    # filled by the kernel (rendered tiles at flush, skipped ones with -1), in parallel
+    writer = np.empty((H, W), np.int32) if record_writer else np.full((1, 1), -1, np.int32)
     clear_col = np.asarray(clear_colour, np.float64).reshape(3)
     kernel = _render_parallel if parallel else _render_serial
     kernel(W, H, T, tiles_x, tiles_y, s.E, s.bias, s.box, s.plane, s.attr, s.valid, frame.draw,
