@@ -266,7 +266,7 @@ class DSRState:
 
     params: DSRParams = field(default_factory=DSRParams)
     state: np.ndarray | None = None
-    _tiles: np.ndarray | None = field(default=None, repr=False)  # reused tile/DCT buffer
+    _tiles: np.ndarray | None = field(default=None, repr=False, compare=False)  # reused buffer
 
     def rates(self, n_tiles: int) -> np.ndarray:
         if self.state is None or self.state.shape[0] != n_tiles:
