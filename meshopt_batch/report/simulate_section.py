@@ -218,6 +218,10 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
             if after:
                 cut_notes.append(f"{scene} {tech}: " + ", ".join(f"frame {int(f)} MSSIM {float(q):.3f}"
                                                                  for f, q in after))
+    size_notes = {(summ or {}).get("dsr_params_note") for (_, order), res in data["runs"].items()
+                  if order == first for summ in getattr(res, "summaries", {}).values()} - {None}
+    for note in sorted(size_notes):
+        sec.paragraphs.append(f"DSR at this scope's screen size: {note}; min MSSIM may fall below 0.95 here.")
     if cut_notes:
         sec.paragraphs.append(
             "Camera cuts: the first frame after a cut is rendered with the sampling rates DSR "
