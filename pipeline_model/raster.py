@@ -329,6 +329,23 @@ def _fragment_colour(const_colour, kind, colp, jj,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
+    """VRO's record of one early-depth comparison between two objects (self-occlusion and the
+    cleared background ignored): (occluder, occluded) pair counted, its first sighting numbered."""
+    if other >= 0 and other != obj:
+        if passed:
+            oa = obj
+            ob = other
+        else:
+            oa = other
+            ob = obj
+        if occ_first[oc, oa, ob] == 0:
+            seq[oc] += 1
+            occ_first[oc, oa, ob] = seq[oc]
+        occ_count[oc, oa, ob] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
     """Write a shaded fragment into the tile's colour buffer: blended over what is there, or
     replacing it (and recording tile-list entry ``en`` as the pixel's writer)."""
@@ -584,18 +601,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     tdepth[by0, bx0] = z
                                     twtri[by0, bx0] = t
                                 if rec_occ:
-                                    other = tobj[by0, bx0]
-                                    if other >= 0 and other != obj:
-                                        if passed:
-                                            oa = obj
-                                            ob = other
-                                        else:
-                                            oa = other
-                                            ob = obj
-                                        if occ_first[oc, oa, ob] == 0:
-                                            seq[oc] += 1
-                                            occ_first[oc, oa, ob] = seq[oc]
-                                        occ_count[oc, oa, ob] += 1
+                                    _record_occlusion(occ_first, occ_count, seq, oc, obj,
+                                                      tobj[by0, bx0], passed)
                                     if passed and dwrite:
                                         tobj[by0, bx0] = obj
                                 if not passed:
@@ -673,18 +680,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                         tclaim[yy, xx] = True
                         if rec_occ:
                             if compared:
-                                other = tobj[by0, bx0]
-                                if other >= 0 and other != obj:
-                                    if passed:
-                                        oa = obj
-                                        ob = other
-                                    else:
-                                        oa = other
-                                        ob = obj
-                                    if occ_first[oc, oa, ob] == 0:
-                                        seq[oc] += 1
-                                        occ_first[oc, oa, ob] = seq[oc]
-                                    occ_count[oc, oa, ob] += 1
+                                _record_occlusion(occ_first, occ_count, seq, oc, obj,
+                                                  tobj[by0, bx0], passed)
                             # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
                             if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
                                 for yy in range(by0, py1):

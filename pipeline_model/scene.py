@@ -842,12 +842,13 @@ def _merge_parts(parts: Any, base_dir: Path | None, ctx: str, fallbacks: list | 
         mat = model_matrix(_vec(part.get("position", [0, 0, 0]), _where(pctx, "position")),
                            _vec(part.get("rotation", [0, 0, 0]), _where(pctx, "rotation")), scale)
         lin = mat[:3, :3]
-        if abs(np.linalg.det(lin)) < 1e-12:
+        det = np.linalg.det(lin)
+        if abs(det) < 1e-12:
             raise SceneError(f"{pctx}: the placement is singular (a zero scale)")
         pos = m.positions.astype(np.float64) @ lin.T + mat[:3, 3]
         nrm = m.normals.astype(np.float64) @ np.linalg.inv(lin)
         nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-30)
-        tris = m.triangles if np.linalg.det(lin) > 0 else m.triangles[:, ::-1]
+        tris = m.triangles if det > 0 else m.triangles[:, ::-1]
         baked.append(Mesh(pos.astype(np.float32), tris, name=m.name,
                           attributes={"normal": nrm.astype(np.float32), "uv": m.uvs}))
     merged = concatenate(baked, name="merge")
