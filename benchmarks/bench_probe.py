@@ -58,7 +58,7 @@ def bench_experiments():
 
 
 def bench_large(meshes_dir):
-    from meshopt_batch.commands.probe import probe_mesh
+    from meshopt_batch_app.commands.probe import probe_mesh
     from meshopt_batch.profiles import builtin_profile_names
 
     path = meshes_dir / "bunny_sub2.ply" if meshes_dir else None

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from meshopt_batch.report import build_report, get_scope
+from meshopt_batch_app.report import build_report, get_scope
 
 TARGET = {"quick": 120.0, "full": 900.0}
 

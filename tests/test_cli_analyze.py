@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from meshes import shared_mesh_path
-from meshopt_batch.cli import main
+from meshopt_batch_app.cli import main
 from meshopt_batch.io import load_mesh
 from meshopt_batch.reuse import predict
 
 
 def run_cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "meshopt_batch.cli", *args], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "meshopt_batch_app.cli", *args], capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr
 
 

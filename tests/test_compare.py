@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import meshes
-from meshopt_batch.cli import main
+from meshopt_batch_app.cli import main
 from meshopt_batch.compare import compare, default_methods, parse_method
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import save_mesh

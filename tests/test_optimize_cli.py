@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.cli import main
+from meshopt_batch_app.cli import main
 from meshopt_batch.io import load_meshes, save_mesh
 from meshopt_batch.mesh import Mesh
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from meshopt_batch.cli import main as cli_main
+from meshopt_batch_app.cli import main as cli_main
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.reuse import predict
 from pipeline_model import techniques

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from meshopt_batch.cli import main
-from meshopt_batch.report.build import SECTION_ANCHORS
+from meshopt_batch_app.cli import main
+from meshopt_batch_app.report.build import SECTION_ANCHORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"

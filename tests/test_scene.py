@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from meshopt_batch.cli import main as cli_main
+from meshopt_batch_app.cli import main as cli_main
 from pipeline_model import shapes
 from pipeline_model.geometry import GeometryStage
 from pipeline_model.scene import (Camera, Scene, SceneError, load_gltf_scene, load_scene,

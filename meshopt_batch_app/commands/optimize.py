@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MeshoptBatchError
-from ..profiles import get_profile
-from ..reuse import predict
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import get_profile
+from meshopt_batch.reuse import predict
 
 
 def add_parser(subparsers):
@@ -74,14 +74,14 @@ def optimize_mesh(mesh, method: str = "batch", profile="nvidia_gl", **batch_opti
     tris = np.asarray(mesh.triangles)
     info = {"name": mesh.name, "triangles": mesh.triangle_count, "vertices_before": mesh.vertex_count}
     if method == "batch":
-        from ..optimizers.batch import optimize_batch
+        from meshopt_batch.optimizers.batch import optimize_batch
 
         res = optimize_batch(tris, mesh.vertex_count, profile=prof, **batch_options)
         new_tris, remap = res.triangles, res.vertex_remap
         info["vertex_copies"] = int(res.stats.get("vertex_copies", 0))
         info["renumbered"] = bool(res.stats.get("renumbered", False))
     else:
-        from ..optimizers import optimize_result
+        from meshopt_batch.optimizers import optimize_result
 
         res = optimize_result(tris, mesh.vertex_count, method=method, profile=prof)
         new_tris, remap = res.triangles, res.vertex_remap
@@ -94,8 +94,8 @@ def optimize_mesh(mesh, method: str = "batch", profile="nvidia_gl", **batch_opti
 
 
 def run(args) -> int:
-    from ..io import load_meshes, save_mesh
-    from ..optimizers import method_info
+    from meshopt_batch.io import load_meshes, save_mesh
+    from meshopt_batch.optimizers import method_info
 
     prof = get_profile(args.profile)
     method_info(args.method)

@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import MeshoptBatchError
+from meshopt_batch.errors import MeshoptBatchError
 
 #: Triangle orders of the end-to-end matrix: the mesh's own, Forsyth (TomF), paper 001's batch.
 ORDERS = ("original", "forsyth", "batch")
@@ -140,7 +140,7 @@ def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[s
     """
     import meshes as procedural
 
-    from ..io import load_mesh, save_mesh
+    from meshopt_batch.io import load_mesh, save_mesh
 
     out: list[MeshInput] = []
     notes: list[str] = []

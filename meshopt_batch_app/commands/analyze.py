@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..profiles import builtin_profile_names, get_profile
-from ..reuse import predict
+from meshopt_batch.profiles import builtin_profile_names, get_profile
+from meshopt_batch.reuse import predict
 
 
 def add_parser(subparsers):
@@ -45,7 +45,7 @@ def analyze_meshes(meshes, profiles) -> list[dict]:
 
 
 def run(args) -> int:
-    from ..io import load_meshes
+    from meshopt_batch.io import load_meshes
 
     meshes = load_meshes(args.mesh)
     profiles = args.profiles or builtin_profile_names()

@@ -1,7 +1,7 @@
 """``meshopt-batch report``: run compare, probe and simulate and write the report.
 
 :func:`build_report` gathers the meshes of the scope, runs each stage through the library's
-public functions, turns the results into :class:`~meshopt_batch.report.document.Section` objects
+public functions, turns the results into :class:`~meshopt_batch_app.report.document.Section` objects
 and writes ``index.html`` (self-contained) and ``report.md`` (with the PNGs beside it).
 """
 

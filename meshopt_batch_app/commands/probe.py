@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import MeshoptBatchError
+from meshopt_batch.errors import MeshoptBatchError
 
 
 def add_parser(subparsers):
@@ -81,8 +81,8 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
     from gpu_probe.corpus import load_draws
     from gpu_probe.invocations import measure_invocations
 
-    from ..profiles import get_profile
-    from ..reuse import predict
+    from meshopt_batch.profiles import get_profile
+    from meshopt_batch.reuse import predict
 
     draws = load_draws(path)
     profs = [get_profile(p) for p in profiles]
@@ -148,7 +148,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
 def run(args) -> int:
     from gpu_probe.context import gl_info
 
-    from ..profiles import builtin_profile_names, get_profile
+    from meshopt_batch.profiles import builtin_profile_names, get_profile
 
     t0 = time.perf_counter()
     if args.save_profile:

@@ -34,7 +34,7 @@ CACHE_SIZES = (8, 16, 32, 64, 128, 256)
 
 def run_probe(meshes, scope, workdir: Path, progress=None) -> dict:
     """Measure this machine's GPU; ``{"available": False, "reason": ...}`` without OpenGL."""
-    from ..errors import MeshoptBatchError
+    from meshopt_batch.errors import MeshoptBatchError
 
     t0 = time.perf_counter()
     try:
@@ -51,7 +51,7 @@ def run_probe(meshes, scope, workdir: Path, progress=None) -> dict:
     from gpu_probe.experiments import run_experiments
     from gpu_probe.fit import fit
 
-    from ..profiles import builtin_profile_names
+    from meshopt_batch.profiles import builtin_profile_names
 
     steps = ["experiments", "fit"] + [m.name for m in meshes]
     bar = progress(len(steps), "probe") if progress else None

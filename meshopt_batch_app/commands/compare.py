@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import MeshoptBatchError
+from meshopt_batch.errors import MeshoptBatchError
 
 
 def add_parser(subparsers):
@@ -41,8 +41,8 @@ def _split(values):
 
 
 def run(args) -> int:
-    from ..compare import compare
-    from ..profiles import get_profile
+    from meshopt_batch.compare import compare
+    from meshopt_batch.profiles import get_profile
 
     profiles = _split(args.profiles)
     for spec in profiles or []:

@@ -20,12 +20,12 @@ def run_compare(meshes, scope, progress=None) -> dict:
     """:func:`meshopt_batch.compare.compare` on the report's mesh files, every profile and method."""
     t0 = time.perf_counter()
     try:
-        from ..compare import compare, default_methods
-        from ..optimizers import METHODS, method_info
+        from meshopt_batch.compare import compare, default_methods
+        from meshopt_batch.optimizers import METHODS, method_info
     except ImportError as exc:
         return {"available": False, "reason": f"meshopt_batch.compare is not importable ({exc})",
                 "seconds": time.perf_counter() - t0}
-    from ..profiles import builtin_profile_names
+    from meshopt_batch.profiles import builtin_profile_names
 
     profiles = list(scope.compare_profiles or builtin_profile_names())
     methods = default_methods()
@@ -110,7 +110,7 @@ def _asr_bars(sec, df):
 def _batch_picture(sec, meshes):
     """Paper 001 Fig. 3: the bunny (or the largest mesh) coloured by batch, before and after."""
     try:
-        from ..optimizers import optimize_result
+        from meshopt_batch.optimizers import optimize_result
     except ImportError as exc:
         sec.paragraphs.append(f"The batch picture needs meshopt_batch.optimizers ({exc}).")
         return

@@ -1,6 +1,6 @@
 """The ``meshopt-batch`` command line.
 
-Every subcommand lives in its own module under :mod:`meshopt_batch.commands` and exposes
+Every subcommand lives in its own module under :mod:`meshopt_batch_app.commands` and exposes
 ``add_parser(subparsers)`` and ``run(args) -> int``.  Errors derived from
 :class:`~meshopt_batch.errors.MeshoptBatchError` (and I/O errors) become one line on stderr
 and exit code 2; no traceback reaches the user.
@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from .errors import MeshoptBatchError
+from meshopt_batch.errors import MeshoptBatchError
 
 SUBCOMMANDS = ("analyze", "compare", "optimize", "probe", "simulate", "report")
 
@@ -26,9 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMANDS:
         try:
-            module = importlib.import_module(f"meshopt_batch.commands.{name}")
+            module = importlib.import_module(f"meshopt_batch_app.commands.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"meshopt_batch.commands.{name}":
+            if exc.name == f"meshopt_batch_app.commands.{name}":
                 continue
             raise
         module.add_parser(sub)
