@@ -1,6 +1,6 @@
 """Write a small animated scene in the JSON scene format and run it on the pipeline model.
 
-The format is documented in ``pipeline_model/scene.py``; the same dict saved as a .json file
+The format is documented in ``pipeline_model/scene/schema.py``; the same dict saved as a .json file
 runs with ``meshopt-batch simulate my-scene.json``.
 
 Run: .venv/bin/python examples/custom_scene.py

@@ -1,5 +1,5 @@
-"""Meshes for tests, benchmarks and scenes: a finder for ``../shared/meshes`` and small
-procedural generators.
+"""Meshes for tests, benchmarks and scenes: a finder for ``../shared/meshes``, small
+procedural generators, and the shipped scene files (``meshes/scenes/*.json``, :data:`SCENES_DIR`).
 
 The real test meshes (Stanford bunny, dragon, ...) live outside the repository, in
 ``../shared/meshes`` next to it (override with ``$MESHOPT_BATCH_SHARED_MESHES``); they are
@@ -33,6 +33,7 @@ from meshopt_batch.mesh import Mesh
 
 __all__ = [
     "MESH_SUFFIXES",
+    "SCENES_DIR",
     "SHARED_MESH_DIR",
     "cube",
     "grid",
@@ -47,6 +48,10 @@ __all__ = [
 
 _ENV = "MESHOPT_BATCH_SHARED_MESHES"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
+
+#: The shipped pipeline-model scenes, one JSON file each (data; written by
+#: ``python -m pipeline_model.scene.builders``).
+SCENES_DIR = Path(__file__).resolve().parent / "scenes"
 
 #: File types :func:`shared_meshes` lists.
 MESH_SUFFIXES = (".ply", ".obj", ".off", ".stl", ".glb", ".gltf")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from meshopt_batch_app.cli import main as cli_main
 from pipeline_model import shapes
 from pipeline_model.geometry import GeometryStage
+from pipeline_model.scene import builders
 from pipeline_model.scene import (Camera, Scene, SceneError, load_gltf_scene, load_scene,
                                   shipped_scene_path, shipped_scenes)
 
@@ -34,11 +34,9 @@ def test_shipped_scenes_listed():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_files_match_builders(name):
-    from meshes import scenes as builders
-
     text = shipped_scene_path(name).read_text()
     assert text == builders.dumps(builders.build(name)), \
-        f"meshes/scenes/{name}.json is stale: run python -m meshes.scenes"
+        f"meshes/scenes/{name}.json is stale: run python -m pipeline_model.scene.builders"
 
 
 @pytest.mark.parametrize("name", SHIPPED)

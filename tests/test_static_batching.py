@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from meshes import scenes as builders
+from pipeline_model.scene import builders
 from pipeline_model.pipeline import simulate
 from pipeline_model.scene import Scene, SceneError, load_scene, resolve_mesh
 

@@ -1,9 +1,11 @@
-"""Builders of the shipped pipeline-model scenes (``meshes/scenes/*.json``).
+"""Builders of the shipped pipeline-model scenes (the data files ``meshes/scenes/*.json``).
 
 The JSON files are generated from these functions (deterministic: a seeded
-``numpy.random.default_rng``) and committed; ``python -m meshes.scenes`` rewrites them and
-``tests/test_scene.py`` checks that the committed files equal the builders' output.  The
-format is documented in :mod:`pipeline_model.scene`.
+``numpy.random.default_rng``) and committed; ``python -m pipeline_model.scene.builders``
+rewrites them and ``tests/test_scene.py`` checks that the committed files equal the builders'
+output.  The format is documented in :mod:`pipeline_model.scene.schema`.  The builders live
+here, not beside the data, because the static batches are sized with
+:func:`~pipeline_model.scene.mesh_resolution.resolve_mesh` (``meshes`` imports only the core).
 
 ==================  ===========================================================================
 scene               what it exercises
@@ -45,10 +47,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SCENE_BUILDERS", "build", "city", "hud_over_3d", "sprites_2d", "low_frequency",
-           "write_all", "SCENES_DIR"]
+from meshes import SCENES_DIR
+from meshopt_batch.files import atomic_write
 
-SCENES_DIR = Path(__file__).resolve().parent / "scenes"
+from .mesh_resolution import resolve_mesh
+
+__all__ = ["BATCH_MAX_VERTICES", "SCENES_DIR", "SCENE_BUILDERS", "build", "city", "dumps",
+           "hud_over_3d", "low_frequency", "sprites_2d", "write_all"]
 W, H = 1196, 768
 
 
@@ -190,8 +195,6 @@ def _static_batches(meshes: dict, objects: list, seed: int) -> tuple[dict, list]
     pattern kind (stripes, checker, noise).  Parts are appended in the level's listing order (a
     seeded permutation, as objects sit in an editor's list).  Everything else is kept as it is.
     """
-    from pipeline_model.scene import resolve_mesh
-
     rng = np.random.default_rng(seed)
     buildings = [o for o in objects if o["name"].startswith("building-")]
     rest = [o for o in objects if not o["name"].startswith("building-")]
@@ -484,11 +487,12 @@ def dumps(d: dict) -> str:
 
 
 def write_all(directory: Path = SCENES_DIR) -> list[Path]:
+    """Write every shipped scene's JSON file into ``directory``; the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for name in SCENE_BUILDERS:
         p = directory / f"{name}.json"
-        p.write_text(dumps(build(name)))
+        atomic_write(p, dumps(build(name)))
         out.append(p)
     return out
 
