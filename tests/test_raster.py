@@ -394,7 +394,7 @@ def test_parallel_occlusion_record_equals_serial_on_a_shipped_scene(monkeypatch,
     from pipeline_model.pipeline import run_frames
 
     if chunks is not None:
-        monkeypatch.setattr(raster, "_occ_chunks", lambda tiles_y, n_obj: min(tiles_y, chunks))
+        monkeypatch.setattr(raster, "occlusion_chunks", lambda tiles_y, n_obj: min(tiles_y, chunks))
     _, frame, tiles = next(run_frames("city-unordered", [7]))
     a = render_frame(frame, tiles, record_occlusion=True, parallel=False)
     b = render_frame(frame, tiles, record_occlusion=True, parallel=True)

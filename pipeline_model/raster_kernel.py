@@ -1,0 +1,555 @@
+"""The compiled tile renderer of the raster stage (numba): one frame, tile by tile.
+
+:func:`render_tiles_serial` and :func:`render_tiles_parallel` are one kernel compiled twice
+(tile rows in order, or chunks of tile rows over numba's threads: tiles are independent, so
+both give the same bits).  Per tile (row-major) each triangle of the tile's list is rasterized
+into tile-sized depth and colour buffers, then the tile is flushed into the frame.
+:func:`pipeline_model.raster.render_frame` prepares the arguments and documents every option
+(rates, skipped tiles, depth prefill, DR's depth-only pass, the VRO/EVR records, tie-breaks).
+
+Each triangle uses the set-up of :mod:`pipeline_model.raster_setup` (edge functions, depth
+plane).  Per fragment:
+
+* Early depth test with ``depth_func`` (GL names: never, less, equal, lequal, greater,
+  notequal, gequal, always; default less) for draws with ``depth_test``; depth written only by
+  draws with ``depth_write`` (WOZ); NWOZ draws test without writing; draws without depth test
+  pass every fragment and write nothing.
+* Every fragment that passes is shaded (``pipeline_model.shading``, perspective-correct uv from
+  ``inv_w``) and written; ``blend`` draws are composited "alpha over" with the draw's alpha. The
+  tile colour buffer is float64 and rounded to 8 bits per channel at flush.
+
+The full-rate, plain-depth-test case has its own specialised loop (the common case); the
+general loop handles superfragments (DSR's rates), the DR passes and the oracle's prefill.
+
+References
+----------
+Mesa 3D, llvmpipe rasterizer (``src/gallium/drivers/llvmpipe``): the rules this kernel matches.
+Paper 000 (VRO) sec. 3.1 for the occlusion record; paper 003 (EVR) sec. V.B for the writer
+record; paper 004 (DSR) sec. 3 for the superfragments.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+
+import numba
+import numpy as np
+
+from .raster_setup import fma32
+from .shading import shade_scalar
+
+__all__ = ["DEPTH_FUNCS", "COUNTER_NAMES", "N_COUNTERS", "F_TEST", "F_WRITE", "F_BLEND",
+           "render_tiles_serial", "render_tiles_parallel"]
+
+#: GL depth functions and their codes in the kernel.
+DEPTH_FUNCS = {"never": 0, "less": 1, "equal": 2, "lequal": 3, "greater": 4, "notequal": 5,
+               "gequal": 6, "always": 7}
+
+#: Per-tile integer counters (columns of ``RasterResult.tile_counters``).
+COUNTER_NAMES = ("fragments_rasterized", "early_z_killed", "fragments_shaded", "samples",
+                 "blended", "tiles_rendered", "tile_triangles", "hsr_fragments",
+                 "textured_fragments")
+N_COUNTERS = len(COUNTER_NAMES)
+
+#: Bits of a draw's flags: depth test, depth write, blend.
+F_TEST, F_WRITE, F_BLEND = 1, 2, 4
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cmp(func, a, b):
+    """GL depth comparison ``func`` (a :data:`DEPTH_FUNCS` code) of incoming ``a`` with stored ``b``."""
+    if func == 1:
+        return a < b
+    if func == 3:
+        return a <= b
+    if func == 4:
+        return a > b
+    if func == 6:
+        return a >= b
+    if func == 2:
+        return a == b
+    if func == 5:
+        return a != b
+    if func == 7:
+        return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _tie_pass(func, t, writer, passed):
+    """tie_break="program": an equal depth passes as it would in program order (triangle index
+    order): with less/greater the earlier triangle wins, with lequal/gequal the later one."""
+    if func == 1 or func == 4:
+        return writer >= 0 and t < writer
+    if func == 3 or func == 6:
+        return writer < 0 or t > writer
+    return passed
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ceil_div(a, b):
+    return -((-a) // b)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _floor_div(a, b):
+    return a // b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fragment_colour(const_colour, kind, colp, jj,
+                     e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                     u0, u1, u2, v0, v1, v2, sh0, sh1, sh2):
+    """A fragment's colour: the draw's flat colour, or its shader at the perspective-correct
+    attributes from the barycentrics (edge values ``e_k + sa_k * jj - bias_k`` at sample
+    ``jj`` of the span, weighted by the vertices' ``1/w``).  ``colp`` holds the draw's
+    colour parameters ``(r0, g0, b0, r1, g1, b1, f, flags)`` as float64."""
+    cr, cg, cb, cr1, cg1, cb1, cf, cfl = colp
+    if const_colour:
+        return cr, cg, cb
+    l2 = np.float64(e0 + sa0 * jj - bi0) * w2
+    l0 = np.float64(e1 + sa1 * jj - bi1) * w0
+    l1 = np.float64(e2 + sa2 * jj - bi2) * w1
+    inv = 1.0 / (l0 + l1 + l2)
+    u = (l0 * u0 + l1 * u1 + l2 * u2) * inv
+    v = (l0 * v0 + l1 * v1 + l2 * v2) * inv
+    lt = (l0 * sh0 + l1 * sh1 + l2 * sh2) * inv
+    return shade_scalar(kind, cr, cg, cb, cr1, cg1, cb1, cf, cfl, u, v, lt)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
+    """VRO's record of one early-depth comparison between two objects (self-occlusion and the
+    cleared background ignored): (occluder, occluded) pair counted, its first sighting numbered."""
+    if other >= 0 and other != obj:
+        if passed:
+            oa = obj
+            ob = other
+        else:
+            oa = other
+            ob = obj
+        if occ_first[oc, oa, ob] == 0:
+            seq[oc] += 1
+            occ_first[oc, oa, ob] = seq[oc]
+        occ_count[oc, oa, ob] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
+    """Write a shaded fragment into the tile's colour buffer: blended over what is there, or
+    replacing it (and recording tile-list entry ``en`` as the pixel's writer)."""
+    if blend:
+        tcol[y, x, 0] = r * alpha + tcol[y, x, 0] * beta
+        tcol[y, x, 1] = g * alpha + tcol[y, x, 1] * beta
+        tcol[y, x, 2] = bb * alpha + tcol[y, x, 2] * beta
+    else:
+        tcol[y, x, 0] = r
+        tcol[y, x, 1] = g
+        tcol[y, x, 2] = bb
+        twriter[y, x] = en
+
+
+def _render_impl(W, H, T, tiles_x, tiles_y,
+                 E, bias, box, plane, attr, valid, tdraw,
+                 dflags, dalpha, dcost, dkind, dparams, dobj,
+                 offsets, tri,
+                 skip, rate, use_prefill, prefill, hsr,
+                 rec_occ, occ_first, occ_count, seq, n_chunks,
+                 rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog,
+                 use_prev_c, prev_c, use_prev_d, prev_d,
+                 depth_func, clear_depth, clear_col,
+                 colour, depth, shaded_pp, covered_pp, counters, cycles):
+    """Render every tile of the frame (compiled as :func:`render_tiles_serial` and
+    :func:`render_tiles_parallel`).
+
+    Argument groups, in order: screen and tile grid; the triangle set-up
+    (:class:`~pipeline_model.raster_setup.TriangleSetup`) and each triangle's draw; per draw
+    flags (:data:`F_TEST` | :data:`F_WRITE` | :data:`F_BLEND`), alpha, shader cost, colour kind
+    and parameters, dense object index; the per-tile lists (CSR); the technique inputs (skip,
+    rate, depth prefill, DR pass); the records (occlusion tables per chunk, per-entry
+    visibility and depth range, writer entry, program-order tie-break); the previous frame's
+    buffers; the depth function code and clear values; the outputs, filled in place.
+    """
+    clear_u8 = np.empty(3, np.uint8)
+    for c in range(3):
+        v = min(max(clear_col[c], 0.0), 1.0)
+        clear_u8[c] = np.uint8(np.int64(v * 255.0 + 0.5))
+    # Tile rows are split into n_chunks contiguous chunks (one prange iteration each; tiles
+    # row-major within a chunk). Occlusion records go to the chunk's own table and counter
+    # (``occ_first[ch]``, ``seq[ch]``), merged in chunk order afterwards.
+    for ch in numba.prange(n_chunks):
+        oc = np.int64(ch)  # chunk index (occlusion tables are indexed only under rec_occ)
+        ti0 = (oc * tiles_y // n_chunks) * tiles_x
+        ti1 = ((oc + 1) * tiles_y // n_chunks) * tiles_x
+        tdepth = np.empty((T, T), np.float32)
+        tcol = np.empty((T, T, 3), np.float64)
+        towner = np.empty((T, T), np.int32)
+        tobj = np.empty((T, T), np.int32)
+        tclaim = np.zeros((T, T), np.bool_)
+        twriter = np.empty((T, T), np.int32)
+        twtri = np.empty((T, T), np.int32)
+        p = np.empty(8, np.float32)
+        for ti in range(ti0, ti1):
+            ty = ti // tiles_x
+            tx = ti - ty * tiles_x
+            x0t = tx * T
+            y0t = ty * T
+            tw = min(W, x0t + T) - x0t
+            th = min(H, y0t + T) - y0t
+            if skip[ti]:
+                for yy in range(th):
+                    for xx in range(tw):
+                        for c in range(3):
+                            if use_prev_c:
+                                colour[y0t + yy, x0t + xx, c] = prev_c[y0t + yy, x0t + xx, c]
+                            else:
+                                colour[y0t + yy, x0t + xx, c] = clear_u8[c]
+                        if use_prev_d:
+                            depth[y0t + yy, x0t + xx] = prev_d[y0t + yy, x0t + xx]
+                        else:
+                            depth[y0t + yy, x0t + xx] = clear_depth
+                        if rec_writer:
+                            writer[y0t + yy, x0t + xx] = -1
+                continue
+            k = rate[ti]
+            b = 1 << k
+            for yy in range(th):
+                for xx in range(tw):
+                    tdepth[yy, xx] = prefill[y0t + yy, x0t + xx] if use_prefill else clear_depth
+                    tcol[yy, xx, 0] = clear_col[0]
+                    tcol[yy, xx, 1] = clear_col[1]
+                    tcol[yy, xx, 2] = clear_col[2]
+            # auxiliary tile buffers only when an option reads them
+            if hsr:
+                for yy in range(th):
+                    for xx in range(tw):
+                        towner[yy, xx] = -1
+            if rec_occ:
+                for yy in range(th):
+                    for xx in range(tw):
+                        tobj[yy, xx] = -1
+            if use_prefill:
+                for yy in range(th):
+                    for xx in range(tw):
+                        tclaim[yy, xx] = False
+            if rec_writer:
+                for yy in range(th):
+                    for xx in range(tw):
+                        twriter[yy, xx] = -1
+            if tie_prog:
+                for yy in range(th):
+                    for xx in range(tw):
+                        twtri[yy, xx] = -1
+            s0 = offsets[ti]
+            s1 = offsets[ti + 1]
+            n_rast_t = 0
+            n_hsr_t = 0
+            n_tex_t = 0
+            n_kill_t = 0
+            n_shade_t = 0
+            n_blend_t = 0
+            cyc_t = 0.0
+            # pass 0: HSR depth-only pass over WOZ opaque triangles (DR); pass 1: the render pass
+            n_entries = s1 - s0
+            for q in range(2 * n_entries if hsr else n_entries):
+                pss = 1
+                en = s0 + q
+                if hsr:
+                    pss = 0 if q < n_entries else 1
+                    en = s0 + (q % n_entries)
+                t = tri[en]
+                if not valid[t]:
+                    continue
+                fl0 = dflags[tdraw[t]]
+                woz_opaque = (fl0 & 1) != 0 and (fl0 & 2) != 0 and (fl0 & 4) == 0
+                if pss == 0:
+                    if not woz_opaque:
+                        continue
+                    mode = 1
+                elif hsr and woz_opaque:
+                    mode = 2
+                elif use_prefill and woz_opaque:
+                    mode = 3
+                else:
+                    mode = 0
+                d = tdraw[t]
+                fl = dflags[d]
+                dtest = (fl & 1) != 0
+                dwrite = (fl & 2) != 0 and dtest
+                blend = (fl & 4) != 0
+                obj = dobj[d]
+                count = mode != 2  # fragments are counted as rasterized once
+                shade_pass = mode != 1
+                fast = mode == 0 and b == 1
+                # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
+                nbx = (tw + b - 1) // b
+                nby = (th + b - 1) // b
+                base_x = 128 * (2 * x0t + b)
+                base_y = 128 * (2 * y0t + b)
+                step = 256 * b
+                j0 = max(0, _ceil_div(box[t, 0] - base_x, step))
+                j1 = min(nbx - 1, (box[t, 1] - base_x) // step)
+                i0 = max(0, _ceil_div(box[t, 2] - base_y, step))
+                i1 = min(nby - 1, (box[t, 3] - base_y) // step)
+                if j0 > j1 or i0 > i1:
+                    continue
+                A0 = E[t, 0, 0]
+                B0 = E[t, 0, 1]
+                C0 = E[t, 0, 2]
+                A1 = E[t, 1, 0]
+                B1 = E[t, 1, 1]
+                C1 = E[t, 1, 2]
+                A2 = E[t, 2, 0]
+                B2 = E[t, 2, 1]
+                C2 = E[t, 2, 2]
+                bi0 = bias[t, 0]
+                bi1 = bias[t, 1]
+                bi2 = bias[t, 2]
+                sa0 = A0 * step
+                sa1 = A1 * step
+                sa2 = A2 * step
+                dzdx = plane[t, 0]
+                dzdy = plane[t, 1]
+                z0 = plane[t, 2]
+                zero32 = np.float32(0.0)
+                one32 = np.float32(1.0)
+                Hf = H * 256
+                kind = dkind[d]
+                alpha = np.float64(dalpha[d])
+                beta = 1.0 - alpha
+                cost = np.float64(dcost[d])
+                # per-draw colour parameters as float64 scalars; flat colour hoisted out of the fragment loop
+                for k in range(8):
+                    p[k] = dparams[d, k]
+                const_colour = kind == 0 and p[7] <= 0
+                colp = (np.float64(p[0]), np.float64(p[1]), np.float64(p[2]), np.float64(p[3]),
+                        np.float64(p[4]), np.float64(p[5]), np.float64(p[6]), np.float64(p[7]))
+                u0 = attr[t, 0, 0]
+                u1 = attr[t, 1, 0]
+                u2 = attr[t, 2, 0]
+                v0 = attr[t, 0, 1]
+                v1 = attr[t, 1, 1]
+                v2 = attr[t, 2, 1]
+                sh0 = attr[t, 0, 2]
+                sh1 = attr[t, 1, 2]
+                sh2 = attr[t, 2, 2]
+                w0 = attr[t, 0, 3]
+                w1 = attr[t, 1, 3]
+                w2 = attr[t, 2, 3]
+                n_rast = 0
+                n_kill = 0
+                n_shade = 0
+                for i in range(i0, i1 + 1):
+                    by0 = i * b  # tile-local block origin
+                    # gallium sample coords (x right, y up; pixel centres on integers)
+                    sxg = 256 * (x0t + j0 * b) + 128 * (b - 1)
+                    syg = Hf - 256 * (y0t + by0) - 128 * (b + 1)
+                    e0 = A0 * sxg + B0 * syg + C0
+                    e1 = A1 * sxg + B1 * syg + C1
+                    e2 = A2 * sxg + B2 * syg + C2
+                    # exact span of j - j0 with e_k + (j - j0) * sa_k > 0 for the three edges
+                    lo = 0
+                    hi = j1 - j0
+                    if sa0 > 0:
+                        lo = max(lo, _floor_div(-e0, sa0) + 1)
+                    elif sa0 < 0:
+                        hi = min(hi, _ceil_div(e0, -sa0) - 1)
+                    elif e0 <= 0:
+                        continue
+                    if sa1 > 0:
+                        lo = max(lo, _floor_div(-e1, sa1) + 1)
+                    elif sa1 < 0:
+                        hi = min(hi, _ceil_div(e1, -sa1) - 1)
+                    elif e1 <= 0:
+                        continue
+                    if sa2 > 0:
+                        lo = max(lo, _floor_div(-e2, sa2) + 1)
+                    elif sa2 < 0:
+                        hi = min(hi, _ceil_div(e2, -sa2) - 1)
+                    elif e2 <= 0:
+                        continue
+                    if lo > hi:
+                        continue
+                    fy = np.float32(syg / 256.0)
+                    py1 = min(by0 + b, th)
+                    if fast:
+                        # the common case (full rate, plain depth test): the general loop below
+                        # specialised to one sample per pixel, records included
+                        gy = y0t + by0
+                        for jj in range(lo, hi + 1):
+                            bx0 = j0 + jj
+                            fx = np.float32(x0t + bx0)
+                            z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                            if z < zero32:
+                                z = zero32
+                            elif z > one32:
+                                z = one32
+                            n_rast += 1
+                            covered_pp[gy, x0t + bx0] += 1
+                            if rec_vis:
+                                if z < zmin[en]:
+                                    zmin[en] = z
+                                if z > zmax[en]:
+                                    zmax[en] = z
+                            if dtest:
+                                stored = tdepth[by0, bx0]
+                                passed = _cmp(depth_func, z, stored)
+                                if tie_prog and z == stored:
+                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                if passed and dwrite:
+                                    tdepth[by0, bx0] = z
+                                    twtri[by0, bx0] = t
+                                if rec_occ:
+                                    _record_occlusion(occ_first, occ_count, seq, oc, obj,
+                                                      tobj[by0, bx0], passed)
+                                    if passed and dwrite:
+                                        tobj[by0, bx0] = obj
+                                if not passed:
+                                    n_kill += 1
+                                    continue
+                            if rec_vis:
+                                vis[en] = 1
+                            n_shade += 1
+                            r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                       e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                       u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                            shaded_pp[gy, x0t + bx0] += 1
+                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                        continue
+                    for jj in range(lo, hi + 1):
+                        j = j0 + jj
+                        bx0 = j * b
+                        px1 = min(bx0 + b, tw)
+                        fx = np.float32((sxg + step * jj) / 256.0)
+                        z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                        if z < zero32:
+                            z = zero32
+                        elif z > one32:
+                            z = one32
+                        if count:
+                            n_rast += 1
+                            if b == 1:
+                                covered_pp[y0t + by0, x0t + bx0] += 1
+                            else:
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        covered_pp[y0t + yy, x0t + xx] += 1
+                            if rec_vis:
+                                if z < zmin[en]:
+                                    zmin[en] = z
+                                if z > zmax[en]:
+                                    zmax[en] = z
+                        stored = tdepth[by0, bx0]
+                        passed = True
+                        compared = False
+                        if mode == 0:
+                            if dtest:
+                                compared = True
+                                passed = _cmp(depth_func, z, stored)
+                                if tie_prog and z == stored:
+                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                if passed and dwrite:
+                                    if b == 1:
+                                        tdepth[by0, bx0] = z
+                                        twtri[by0, bx0] = t
+                                    else:
+                                        for yy in range(by0, py1):
+                                            for xx in range(bx0, px1):
+                                                tdepth[yy, xx] = z
+                                                twtri[yy, xx] = t
+                        elif mode == 1:
+                            compared = True
+                            passed = _cmp(depth_func, z, stored)
+                            if tie_prog and z == stored:
+                                passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                            if passed:
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tdepth[yy, xx] = z
+                                        towner[yy, xx] = t
+                                        twtri[yy, xx] = t
+                        elif mode == 2:
+                            passed = towner[by0, bx0] == t
+                        else:
+                            compared = True
+                            passed = ((z == stored) and _cmp(depth_func, z, clear_depth)
+                                      and not tclaim[by0, bx0])
+                            if passed and (depth_func == 1 or depth_func == 4):
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tclaim[yy, xx] = True
+                        if rec_occ:
+                            if compared:
+                                _record_occlusion(occ_first, occ_count, seq, oc, obj,
+                                                  tobj[by0, bx0], passed)
+                            # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
+                            if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
+                                for yy in range(by0, py1):
+                                    for xx in range(bx0, px1):
+                                        tobj[yy, xx] = obj
+                        if not shade_pass:
+                            continue
+                        if not passed:
+                            n_kill += 1
+                            continue
+                        if rec_vis:
+                            vis[en] = 1
+                        n_shade += 1
+                        r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                   e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                   u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                        if b == 1:
+                            shaded_pp[y0t + by0, x0t + bx0] += 1
+                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                        else:
+                            for yy in range(by0, py1):
+                                for xx in range(bx0, px1):
+                                    shaded_pp[y0t + yy, x0t + xx] += 1
+                                    _put_colour(tcol, twriter, yy, xx, r, g, bb, blend, alpha, beta, en)
+                n_rast_t += n_rast
+                if mode == 1:
+                    n_hsr_t += n_rast
+                n_kill_t += n_kill
+                n_shade_t += n_shade
+                if blend:
+                    n_blend_t += n_shade
+                if kind >= 1 and kind <= 3:
+                    n_tex_t += n_shade
+                cyc_t += cost * n_shade
+            # flush
+            for yy in range(th):
+                for xx in range(tw):
+                    depth[y0t + yy, x0t + xx] = tdepth[yy, xx]
+                    if rec_writer:
+                        writer[y0t + yy, x0t + xx] = twriter[yy, xx]
+                    for c in range(3):
+                        v = tcol[yy, xx, c]
+                        if v < 0.0:
+                            v = 0.0
+                        elif v > 1.0:
+                            v = 1.0
+                        colour[y0t + yy, x0t + xx, c] = np.uint8(np.int64(v * 255.0 + 0.5))
+            counters[ti, 0] = n_rast_t
+            counters[ti, 1] = n_kill_t
+            counters[ti, 2] = n_shade_t
+            counters[ti, 3] = ((tw + b - 1) // b) * ((th + b - 1) // b)
+            counters[ti, 4] = n_blend_t
+            counters[ti, 5] = 1
+            counters[ti, 6] = s1 - s0
+            counters[ti, 7] = n_hsr_t
+            counters[ti, 8] = n_tex_t
+            cycles[ti] = cyc_t
+
+
+def _clone(fn, name):
+    """A copy of a Python function under another name (separate numba caches per variant)."""
+    f = pytypes.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    f.__qualname__ = name
+    return f
+
+
+# Tiles are independent, so the parallel variant (chunks of tile rows over threads) gives
+# bit-identical results; occlusion records are per chunk and merged in row order.
+render_tiles_serial = numba.njit(cache=True, nogil=True)(_clone(_render_impl, "render_tiles_serial"))
+render_tiles_parallel = numba.njit(cache=True, nogil=True, parallel=True)(
+    _clone(_render_impl, "render_tiles_parallel"))
