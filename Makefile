@@ -20,7 +20,7 @@ report: $(STAMP)
 	$(VENV)/bin/meshopt-batch report --out report
 
 report-quick: $(STAMP)
-	$(VENV)/bin/meshopt-batch report --quick --out report
+	$(VENV)/bin/meshopt-batch report --scope quick --out report
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m "not slow"

@@ -53,8 +53,8 @@ def _one(mesh_name: str, variant: str) -> dict:
     opts = VARIANTS[variant]
     warm = meshes.grid(20, 20)
     optimize_batch(warm.triangles, warm.vertex_count, **opts)        # compile / load the cache
-    predict(tris[:10], "nvidia_gl", V)
-    predict(tris[:10], "nvidia_gl+16bit", V)
+    predict(tris[:10], V, profile="nvidia_gl")
+    predict(tris[:10], V, profile="nvidia_gl+16bit")
     flat = tris.reshape(-1)
     dst = np.empty_like(flat)
     mo_wall, mo_cpu = [], []
@@ -63,7 +63,7 @@ def _one(mesh_name: str, variant: str) -> dict:
         meshoptimizer.optimize_vertex_cache(dst, flat, flat.size, V)
         mo_wall.append(time.perf_counter() - w)
         mo_cpu.append(time.process_time() - c)
-    mo_asr = predict(dst.reshape(-1, 3), "nvidia_gl", V).asr
+    mo_asr = predict(dst.reshape(-1, 3), V, profile="nvidia_gl").asr
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     w, c = time.perf_counter(), time.process_time()
     res = optimize_batch(tris, V, **opts)
@@ -75,7 +75,7 @@ def _one(mesh_name: str, variant: str) -> dict:
         "wall_s": wall, "cpu_s": cpu, "meshopt_wall_s": min(mo_wall), "meshopt_cpu_s": min(mo_cpu),
         "ratio_cpu": cpu / min(mo_cpu), "ratio_wall": wall / min(mo_wall),
         "peak_rss_mb": peak, "rss_before_mb": rss_before,
-        "asr": res.stats["asr"], "asr_16bit": predict(res.triangles, "nvidia_gl+16bit", n).asr,
+        "asr": res.stats["asr"], "asr_16bit": predict(res.triangles, n, profile="nvidia_gl+16bit").asr,
         "vertex_copies": res.stats["vertex_copies"], "meshopt_asr": mo_asr,
         "triangles_per_s": len(tris) / wall,
     }

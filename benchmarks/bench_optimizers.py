@@ -70,9 +70,9 @@ def _one(mesh_arg: str, method: str, repeat: int) -> dict:
     ours_kw, mo_name, mo_kw = PAIRS[method]
 
     warm = meshes.grid(20, 20)
-    optimize(np.ascontiguousarray(warm.triangles, dtype=np.uint32), warm.vertex_count, method, **ours_kw)
-    predict(tris[:10], "nvidia_gl", vcount)
-    predict(tris[:10], "amd", vcount)
+    optimize(np.ascontiguousarray(warm.triangles, dtype=np.uint32), warm.vertex_count, method=method, **ours_kw)
+    predict(tris[:10], vcount, profile="nvidia_gl")
+    predict(tris[:10], vcount, profile="amd")
     import meshoptimizer
 
     mo_func = getattr(meshoptimizer, mo_name)
@@ -83,7 +83,7 @@ def _one(mesh_arg: str, method: str, repeat: int) -> dict:
     # memory: the first run of ours, from a settled baseline
     base_rss = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    out = optimize(tris, vcount, method, **ours_kw)
+    out = optimize(tris, vcount, method=method, **ours_kw).triangles
     ours_wall = [time.perf_counter() - t0]
     ours_cpu = [time.process_time() - c0]
     peak_rss = _rss_mb()
@@ -95,7 +95,7 @@ def _one(mesh_arg: str, method: str, repeat: int) -> dict:
         mo_cpu.append(time.process_time() - c0)
         if rep + 1 < repeat:
             t0, c0 = time.perf_counter(), time.process_time()
-            optimize(tris, vcount, method, **ours_kw)
+            optimize(tris, vcount, method=method, **ours_kw)
             ours_wall.append(time.perf_counter() - t0)
             ours_cpu.append(time.process_time() - c0)
     mo_out = dst.reshape(-1, 3)
@@ -109,8 +109,8 @@ def _one(mesh_arg: str, method: str, repeat: int) -> dict:
     res["ratio_wall"] = res["ours_wall_s"] / res["meshopt_wall_s"] if res["meshopt_wall_s"] > 0 else float("inf")
     res["bytes_per_triangle"] = res["extra_peak_mb"] * 1024 * 1024 / max(len(tris), 1)
     for prof in ("nvidia_gl", "amd"):
-        res[f"asr_{prof}"] = predict(out, prof, vcount).asr
-        res[f"meshopt_asr_{prof}"] = predict(mo_out, prof, vcount).asr
+        res[f"asr_{prof}"] = predict(out, vcount, profile=prof).asr
+        res[f"meshopt_asr_{prof}"] = predict(mo_out, vcount, profile=prof).asr
     return res
 
 

@@ -50,10 +50,10 @@ def main():
         except Exception as exc:  # llvmpipe exists only once the probe has fitted it
             print(f"skip {name}: {exc}")
             continue
-        predict(tris[:64], profile)  # compile / load the cache
-        seconds, pred = best_of(lambda: predict(tris, profile, vertex_count=mesh.vertex_count))
+        predict(tris[:64], profile=profile)  # compile / load the cache
+        seconds, pred = best_of(lambda: predict(tris, profile=profile, vertex_count=mesh.vertex_count))
         tracemalloc.start()
-        predict(tris, profile, vertex_count=mesh.vertex_count)
+        predict(tris, profile=profile, vertex_count=mesh.vertex_count)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         ref_start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Evaluate an animated scene on the tile-based GPU model with VRO, EVR, RE and DSR.
 
-    python examples/evaluate_scene.py [SCENE] [--frames 20] [--optimizer forsyth]
+    python examples/evaluate_scene.py [SCENE] [--frames 20] [--method forsyth]
 
 SCENE is a shipped scene name (``meshopt-batch simulate --list``), a scene JSON or a glTF file.
 Prints, per technique, the overshading, the tiles skipped, the sampling rate and the speed-up
@@ -20,11 +20,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scene", nargs="?", default="city-unordered")
     ap.add_argument("--frames", type=int, default=20)
-    ap.add_argument("--optimizer", default=None, help="mesh optimizer for every index buffer (forsyth, batch, ...)")
+    ap.add_argument("--method", "-m", default=None, help="mesh optimizer for every index buffer (forsyth, batch, ...)")
     ap.add_argument("--size", type=int, nargs=2, metavar=("W", "H"), default=(None, None))
     args = ap.parse_args(argv)
     try:
-        run = simulate(args.scene, TECHNIQUES, frames=args.frames, optimizer=args.optimizer,
+        run = simulate(args.scene, TECHNIQUES, frames=args.frames, method=args.method,
                        width=args.size[0], height=args.size[1])
     except MeshoptBatchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,19 +13,19 @@ import sys
 
 from meshopt_batch import load_mesh, predict, save_mesh
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.optimizers import optimize_result
+from meshopt_batch.optimizers import optimize
 
 
 def best_order(mesh, profile, methods=("batch", "forsyth")):
     """(method, new mesh, ASR) of the method with the lowest predicted ASR on ``profile``."""
     best = None
     for method in methods:
-        res = optimize_result(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
+        res = optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
         if res.vertex_remap is None:
             out = mesh.with_triangles(res.triangles)
         else:   # the batch optimizer's 16-bit boundary fix appended vertex copies
             out = mesh.with_vertices(res.vertex_remap, res.triangles)
-        asr = predict(out.triangles, profile, vertex_count=out.vertex_count).asr
+        asr = predict(out.triangles, profile=profile, vertex_count=out.vertex_count).asr
         if best is None or asr < best[2]:
             best = (method, out, asr)
     return best
@@ -39,7 +39,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         mesh = load_mesh(args.input)
-        before = predict(mesh.triangles, args.profile, vertex_count=mesh.vertex_count).asr
+        before = predict(mesh.triangles, profile=args.profile, vertex_count=mesh.vertex_count).asr
         method, out, after = best_order(mesh, args.profile)
         save_mesh(out, args.output)
     except MeshoptBatchError as exc:

@@ -45,7 +45,7 @@ def main(argv=None):
 
         mesh = meshes.icosphere(4)
     measured = measure_invocations(mesh.triangles, mesh.vertex_count)
-    predicted = predict(mesh.triangles, p, vertex_count=mesh.vertex_count)
+    predicted = predict(mesh.triangles, profile=p, vertex_count=mesh.vertex_count)
     print(f"{mesh.name}: measured {measured.invocations} invocations (ASR {measured.asr:.4f}), "
           f"predicted {predicted.invocations} (ASR {predicted.asr:.4f})")
     if args.save:

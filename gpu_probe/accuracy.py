@@ -67,7 +67,7 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
                 m = measure_invocations(tri, draw.vertex_count, draw.index_dtype,
                                         per_vertex=False)
                 for spec, prof in zip(profiles, profs):
-                    p = predict(tri, prof, draw.vertex_count).invocations
+                    p = predict(tri, draw.vertex_count, profile=prof).invocations
                     kind = spec.split(":")[0] if ":" in spec else "batch"
                     size = int(spec.split(":")[1]) if ":" in spec else None
                     rows.append({

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.io import load_meshes
+from meshopt_batch.optimizers import get_method, optimize
 
 ORDERS = ("original", "shuffled", "optimized")
 
@@ -74,35 +76,8 @@ def load_draws(path) -> list[Draw]:
         return _cache[key]
     if not path.exists():
         raise MeshoptBatchError(f"{path}: no such file")
-    draws = []
-    try:
-        from meshopt_batch import io as mio  # the project's loader, when present
-        loader = getattr(mio, "load_meshes", None)
-    except ImportError:
-        loader = None
-    if loader is not None:
-        for i, m in enumerate(loader(path)):
-            draws.append(Draw(m.name or f"{path.stem}#{i}", np.asarray(m.triangles, np.uint32),
-                              int(m.vertex_count), np.dtype(m.index_dtype)))
-    else:
-        import trimesh
-
-        try:
-            if path.suffix.lower() in (".glb", ".gltf"):
-                scene = trimesh.load(str(path), force="scene", process=False)
-                geoms = list(scene.geometry.items())
-            else:
-                mesh = trimesh.load(str(path), process=False, maintain_order=True)
-                geoms = [(path.stem, mesh)]
-        except Exception as exc:
-            raise MeshoptBatchError(f"{path}: cannot read mesh ({exc})") from None
-        for name, g in geoms:
-            faces = np.asarray(getattr(g, "faces", np.zeros((0, 3))), dtype=np.uint32)
-            V = len(g.vertices)
-            small = path.suffix.lower() in (".glb", ".gltf") and V <= 65536
-            label = path.stem if len(geoms) == 1 else f"{path.stem}:{name}"
-            draws.append(Draw(label, faces.reshape(-1, 3), V,
-                              np.dtype(np.uint16 if small else np.uint32)))
+    draws = [Draw(m.name or f"{path.stem}#{i}", np.asarray(m.triangles, np.uint32), int(m.vertex_count),
+                  np.dtype(m.index_dtype)) for i, m in enumerate(load_meshes(path))]
     _cache[key] = draws
     return draws
 
@@ -110,16 +85,11 @@ def load_draws(path) -> list[Draw]:
 def optimize_order(triangles, vertex_count: int) -> tuple[np.ndarray, str]:
     """A vertex-cache optimised order: meshoptimizer when installed, else Tipsify."""
     tri = np.ascontiguousarray(triangles, dtype=np.uint32)
-    try:
-        import meshoptimizer
-
-        out = np.zeros(tri.size, dtype=np.uint32)
-        meshoptimizer.optimize_vertex_cache(out, tri.reshape(-1), tri.size, int(vertex_count))
-        return out.reshape(-1, 3), "meshoptimizer.optimize_vertex_cache"
-    except ImportError:
-        from meshopt_batch.optimizers.tipsify import optimize_tipsify
-
-        return np.asarray(optimize_tipsify(tri, vertex_count), np.uint32), "tipsify"
+    peer = get_method("meshoptimizer")
+    method = peer if peer.available else get_method("tipsify")
+    out = optimize(tri, int(vertex_count), method=method).triangles
+    label = "meshoptimizer.optimize_vertex_cache" if method is peer else "tipsify"
+    return np.asarray(out, np.uint32), label
 
 
 def ordered(draw: Draw, order: str, seed: int = 0) -> np.ndarray:

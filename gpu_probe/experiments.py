@@ -33,6 +33,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from meshopt_batch.profiles import get_profile
+from meshopt_batch.reuse import predict
+
 from .invocations import prober
 
 
@@ -120,8 +123,6 @@ class SimulatedGPU:
     """
 
     def __init__(self, profile):
-        from meshopt_batch.profiles import get_profile
-
         self.profile = get_profile(profile)
         self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
                      "vendor": "meshopt_batch.reuse", "version": "model"}
@@ -129,13 +130,11 @@ class SimulatedGPU:
 
     def measure_many(self, index_buffers, vertex_count=None, index_dtype=np.uint32, *,
                      per_vertex=False, with_query=False, discard=True, varyings=0):
-        from meshopt_batch.reuse import predict
-
         bufs = [np.asarray(b).reshape(-1) for b in index_buffers]
         V = vertex_count if vertex_count is not None else int(max(b.max() for b in bufs)) + 1
         tot, per = [], []
         for b in bufs:
-            p = predict(b.reshape(-1, 3).astype(np.int64), self.profile, V,
+            p = predict(b.reshape(-1, 3).astype(np.int64), V, profile=self.profile,
                         per_vertex=per_vertex)
             tot.append(p.invocations)
             if per_vertex:

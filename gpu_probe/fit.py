@@ -116,7 +116,7 @@ def reproduce(profile: Profile, suite: ExperimentSuite) -> dict:
     for name, exp in suite.experiments.items():
         if not exp.buffers:
             continue
-        pred = np.array([predict(np.asarray(b).reshape(-1, 3), profile, V).invocations
+        pred = np.array([predict(np.asarray(b).reshape(-1, 3), V, profile=profile).invocations
                          for b, V in zip(exp.buffers, exp.vertex_counts)], dtype=np.int64)
         meas = np.asarray(exp.totals, dtype=np.int64)
         bad = np.nonzero(pred != meas)[0]
@@ -180,7 +180,7 @@ def verify(profile: Profile, *, random_count: int = 120, seed: int = 99, meshes=
         V = max(s[1] for s in specs)
         tot, _, _ = prober().measure_many(bufs, V)
         for i, (b, (t, w, kind), m) in enumerate(zip(bufs, specs, tot)):
-            p = predict(b.reshape(-1, 3), profile, V).invocations
+            p = predict(b.reshape(-1, 3), V, profile=profile).invocations
             ver.rows.append({"case": f"random#{i}", "kind": f"random-{kind}", "order": "-",
                              "triangles": t, "measured": int(m), "predicted": int(p)})
     for path in meshes:
@@ -189,7 +189,7 @@ def verify(profile: Profile, *, random_count: int = 120, seed: int = 99, meshes=
                 tri = ordered(draw, order)
                 m = measure_invocations(tri, draw.vertex_count, draw.index_dtype,
                                         per_vertex=False)
-                p = predict(tri, profile, draw.vertex_count).invocations
+                p = predict(tri, draw.vertex_count, profile=profile).invocations
                 ver.rows.append({"case": draw.name, "kind": "mesh", "order": order,
                                  "triangles": draw.triangle_count, "measured": m.invocations,
                                  "predicted": int(p)})

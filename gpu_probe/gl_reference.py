@@ -1,10 +1,16 @@
-"""GL reference for the pipeline model's raster stage (issue 9).
+"""GL reference for a software raster stage: window-space triangles rendered by the local OpenGL.
 
-Renders a frame's triangles (a :class:`pipeline_model.frame.FrameGeometry`) through moderngl on
-the local OpenGL (Mesa llvmpipe on our machines and CI) and counts, with atomics in the fragment
-shader, the fragments shaded per pixel and per triangle under an early depth test
-(``layout(early_fragment_tests) in;``), plus the covered pixels with depth testing off. The model's
-counts are then compared pixel by pixel with :func:`check_frame_against_gl`.
+Renders a frame's triangles through moderngl on the local OpenGL (Mesa llvmpipe on our machines
+and CI) and counts, with atomics in the fragment shader, the fragments shaded per pixel and per
+triangle under an early depth test (``layout(early_fragment_tests) in;``), plus the covered pixels
+with depth testing off.  The application compares these counts with the pipeline model's raster
+stage pixel by pixel (``meshopt-batch simulate --check-gl``, :mod:`meshopt_batch_app.glcheck`).
+
+A *frame* here is any object with the window-space arrays of the pipeline model's
+``FrameGeometry``: ``width``, ``height``, ``n_triangles``, ``xy`` ((T, 3, 2) float64 pixels,
+y down, on the 1/256 grid), ``z`` ((T, 3) float32 window depth), ``draw`` ((T,) draw index) and
+per-draw ``depth_test`` / ``depth_write`` flags.  This package does not import the pipeline
+model; the application hands its frames over.
 
 How the exact positions reach GL
 --------------------------------
@@ -22,21 +28,9 @@ How the exact positions reach GL
   buffer is ``GL_DEPTH_COMPONENT32F`` so depth comparisons are float32 comparisons, as in the model.
 
 Limits: a frame whose vertices span more than 16384 pixels in x or y cannot be fed exactly (GL
-clips those triangles in x/y); :func:`check_frame_against_gl` names such triangles when a pixel
-differs. The one place the model may legitimately differ from llvmpipe is depth *near-ties*
-between fragments of different triangles whose float32 depths are within a few ulps; the model
-reproduces llvmpipe's float32 plane evaluation, so none remain in our tests, but the check
-re-evaluates competing depths and labels such pixels if they appear.
-
-Use from the simulate command
------------------------------
-Per frame: ``check_frame_against_gl(frame, model_result=None, tiles=None)`` -> dict with
-``frame, coverage_diff_pixels, shaded_diff_pixels, shaded_total_model, shaded_total_gl,
-depth_diff_pixels, explanations`` (a list of short strings, empty when everything matches).
-``model_result`` is a baseline :class:`pipeline_model.raster.RasterResult` of the same frame
-(full rate, program order, no skip / prefill); when omitted it is computed. ``renderer()`` gives
-the GL renderer string for the ``"gl_check"`` block. ``gl_available()`` says whether a context can
-be made (tests skip otherwise). :func:`check_frames_against_gl` loops over an iterable of frames.
+clips those triangles in x/y); :attr:`GLCounts.viewport_exact` says so.  ``renderer()`` gives
+the GL renderer string; ``gl_available()`` says whether a context can be made (tests skip
+otherwise).
 """
 
 from __future__ import annotations
@@ -47,14 +41,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .context import get_context, gl_proc
+from .context import gl_available as context_available
+
 __all__ = [
     "GLCounts",
     "gl_available",
     "renderer",
     "render_counts",
     "render_image",
-    "check_frame_against_gl",
-    "check_frames_against_gl",
 ]
 
 GL_DEPTH_COMPONENT32F = 0x8CAC
@@ -117,9 +112,7 @@ class _GL:
     _instance = None
 
     def __init__(self):
-        import moderngl
-
-        from gpu_probe.context import get_context, gl_proc
+        import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
         self.moderngl = moderngl
         self.ctx = get_context()
@@ -171,9 +164,7 @@ class _GL:
 
 def gl_available() -> bool:
     """True when an OpenGL 4.3 context can be created (EGL, headless)."""
-    from gpu_probe.context import gl_available as _avail
-
-    return _avail()
+    return context_available()
 
 
 def renderer() -> str:
@@ -392,114 +383,3 @@ class GLImageRenderer:
 def render_image(frame, read: bool = True) -> np.ndarray | None:
     """One frame through GL with a plain shader (see :class:`GLImageRenderer`)."""
     return GLImageRenderer().render(frame, read=read)
-
-
-# ------------------------------------------------------------------------------ the check
-def _ulps(a: np.float32, b: np.float32) -> int:
-    ia = int(np.float32(a).view(np.int32))
-    ib = int(np.float32(b).view(np.int32))
-    return abs(ia - ib)
-
-
-def _explain_pixel(frame, tiles, setup, px, py, model_res, gl, kind, depth_func):
-    """A one-line reason for a differing pixel, from re-evaluating its fragments."""
-    from pipeline_model.raster import covers, depth_at
-
-    ti = (py // tiles.tile) * tiles.tiles_x + (px // tiles.tile)
-    cands = [int(t) for t in tiles.tile_triangles(ti) if covers(frame, int(t), px, py, setup)]
-    where = f"pixel ({px},{py})"
-    if kind == "coverage":
-        head = (f"{where}: coverage model {int(model_res.covered[py, px])} vs GL "
-                f"{int(gl.covered[py, px])}")
-        if not gl.viewport_exact:
-            return "xy-clip", head + " -- vertices beyond GL's 16384-px guard band were clipped by GL"
-        return "unexplained", head + f" -- covering triangles {cands[:8]}"
-    # shaded difference: look for near-ties between depth-tested fragments of different triangles
-    zs = [(t, depth_at(frame, t, px, py, setup)) for t in cands
-          if frame.depth_test[frame.draw[t]]]
-    ties = []
-    for i in range(len(zs)):
-        for j in range(i + 1, len(zs)):
-            u = _ulps(zs[i][1], zs[j][1])
-            if u <= 8:
-                ties.append((zs[i][0], zs[j][0], u))
-    head = (f"{where}: shaded model {int(model_res.shaded[py, px])} vs GL "
-            f"{int(gl.shaded[py, px])}")
-    if ties:
-        a, b, u = ties[0]
-        return "depth-near-tie", (head + f" -- depth near-tie between triangles {a} and {b} "
-                                  f"({u} ulp apart): near-coplanar surfaces, float32 depth precision")
-    if int(model_res.covered[py, px]) != int(gl.covered[py, px]):
-        return "coverage", head + " -- follows from a coverage difference at this pixel"
-    return "unexplained", head + f" -- fragments (triangle, depth): {[(t, float(z)) for t, z in zs[:6]]}"
-
-
-def check_frame_against_gl(frame, model_result=None, tiles=None, *, frame_index=None,
-                           depth_func: str = "less", max_explanations: int = 20) -> dict:
-    """Compare the model's baseline raster of ``frame`` with the GL reference, pixel by pixel.
-
-    Parameters
-    ----------
-    frame : FrameGeometry
-    model_result : RasterResult of ``render_frame(frame, tiles)`` at full rate in program order
-        (the baseline). Computed when omitted.
-    tiles : TileLists of the frame (computed when omitted; used for the explanations).
-    frame_index : stored in the ``"frame"`` field of the answer.
-
-    Returns
-    -------
-    dict with ``frame, coverage_diff_pixels, shaded_diff_pixels, shaded_total_model,
-    shaded_total_gl, covered_total_model, covered_total_gl, depth_diff_pixels, viewport_exact,
-    explanations`` (one line per differing pixel, at most ``max_explanations``, then a summary
-    line per reason) and ``reasons`` (count per reason).
-    """
-    from pipeline_model.binning import bin_triangles
-    from pipeline_model.raster import render_frame, setup_triangles
-
-    if tiles is None:
-        tiles = bin_triangles(frame)
-    if model_result is None:
-        model_result = render_frame(frame, tiles, depth_func=depth_func)
-    gl = render_counts(frame, depth_func=depth_func)
-    cov_diff = model_result.covered.astype(np.int64) != gl.covered.astype(np.int64)
-    sh_diff = model_result.shaded.astype(np.int64) != gl.shaded.astype(np.int64)
-    geo = (model_result.covered > 0) | (gl.covered > 0)
-    depth_diff = geo & (model_result.depth.view(np.uint32) != gl.depth.view(np.uint32))
-    out = {
-        "frame": frame_index,
-        "coverage_diff_pixels": int(cov_diff.sum()),
-        "shaded_diff_pixels": int(sh_diff.sum()),
-        "shaded_total_model": int(model_result.shaded.sum()),
-        "shaded_total_gl": int(gl.shaded.sum()),
-        "covered_total_model": int(model_result.covered.sum()),
-        "covered_total_gl": int(gl.covered.sum()),
-        "depth_diff_pixels": int(depth_diff.sum()),
-        "viewport_exact": bool(gl.viewport_exact),
-        "explanations": [],
-        "reasons": {},
-    }
-    if cov_diff.any() or sh_diff.any():
-        setup = setup_triangles(frame)
-        reasons: dict[str, int] = {}
-        lines = []
-        for kind, mask in (("coverage", cov_diff), ("shaded", sh_diff & ~cov_diff)):
-            for py, px in zip(*np.nonzero(mask)):
-                r, line = _explain_pixel(frame, tiles, setup, int(px), int(py), model_result, gl,
-                                         kind, depth_func)
-                reasons[r] = reasons.get(r, 0) + 1
-                if len(lines) < max_explanations:
-                    lines.append(line)
-        lines += [f"{n} pixel(s): {r}" for r, n in sorted(reasons.items())]
-        out["explanations"] = lines
-        out["reasons"] = reasons
-    if out["depth_diff_pixels"]:
-        why = ("depth planes of triangles GL clipped in x/y (new vertices)" if not gl.viewport_exact
-               else "unexplained depth-value differences (the counts may still agree)")
-        out["explanations"].append(f"{out['depth_diff_pixels']} pixel(s) with a different final "
-                                   f"depth: {why}")
-    return out
-
-
-def check_frames_against_gl(frames, **kw) -> list[dict]:
-    """:func:`check_frame_against_gl` over an iterable of frames (``frame`` = index)."""
-    return [check_frame_against_gl(f, frame_index=i, **kw) for i, f in enumerate(frames)]

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import MeshoptBatchError
-from .optimizers import METHODS, available_methods, method_info, optimize_result
+from .files import atomic_path
+from .io import load_meshes
+from .mesh import Mesh
+from .optimizers import METHODS, available_methods, get_method, optimize
 from .profiles import get_profile
 from .reuse import predict
 
@@ -57,7 +59,7 @@ def default_methods() -> list[str]:
     importable, and meshoptimizer's three functions when that package is installed."""
     names = ["original", "hoppe", "kcache", "tipsify", "forsyth"]
     avail = set(available_methods())
-    if "batch" in avail and _importable("meshopt_batch.optimizers.batch"):
+    if "batch" in avail:
         names.append("batch")
     for extra in ("meshoptimizer", "meshoptimizer_fifo", "meshoptimizer_strip"):
         if extra in avail:
@@ -65,20 +67,11 @@ def default_methods() -> list[str]:
     return names
 
 
-def _importable(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def parse_method(spec: str) -> tuple[str, str, dict]:
     """``"tipsify:14"`` -> ``("tipsify:14", "tipsify", {"cache_size": 14})``."""
     text = str(spec).strip()
     name, sep, arg = text.partition(":")
-    method_info(name)  # raises for an unknown name
+    get_method(name)  # raises for an unknown name
     params: dict = {}
     if sep:
         if name in (_ORIGINAL, "batch", "meshoptimizer", "meshoptimizer_strip"):
@@ -103,16 +96,12 @@ class _Item:
 
 def _as_items(meshes) -> list[_Item]:
     """Accept paths, Mesh objects, lists of Mesh (one file) or ``(name, triangles)`` pairs."""
-    from .mesh import Mesh
-
     if isinstance(meshes, (str, os.PathLike, Mesh)) or (isinstance(meshes, tuple) and len(meshes) == 2
                                                         and isinstance(meshes[0], str)):
         meshes = [meshes]
     items = []
     for entry in meshes:
         if isinstance(entry, (str, os.PathLike)):
-            from .io import load_meshes
-
             path = Path(entry)
             parts = load_meshes(path)
             items.append(_Item(path.stem, [(np.asarray(m.triangles), m.vertex_count) for m in parts]))
@@ -207,18 +196,8 @@ class CompareResult:
 
     def to_csv(self, path) -> None:
         """Write the tidy table; the file appears complete or not at all."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w", newline="") as fh:
-                self.results.to_csv(fh, index=False)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+            self.results.to_csv(fh, index=False)
 
     def to_text(self, digits: int = 3) -> str:
         """Human tables: one ASR table per profile, then the optimizer run times."""
@@ -263,7 +242,7 @@ def _warm_up(name: str, params: dict, profile, tris: np.ndarray, vcount: int) ->
     """Compile the method's numba kernels for this index type so timings exclude the JIT."""
     small = tris[: min(len(tris), 64)]
     if len(small):
-        optimize_result(small, vcount, name, profile=profile, **params)
+        optimize(small, vcount, method=name, profile=profile, **params)
 
 
 def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str] | None = None, *,
@@ -304,7 +283,7 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
     if _ORIGINAL not in seen:
         parsed.insert(0, (_ORIGINAL, _ORIGINAL, {}))
     for label, name, _ in parsed:
-        info = method_info(name)
+        info = get_method(name)
         if info.requires is not None and name not in available_methods():
             raise MeshoptBatchError(f"method {label!r} needs the optional package {info.requires!r} "
                                     "(pip install 'meshopt-batch[compare]')")
@@ -337,7 +316,7 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
                         _warm_up(name, params, target, tris, vcount)
                         warmed.add(key)
                     t0 = time.perf_counter()
-                    res = optimize_result(tris, vcount, name, profile=target, **params)
+                    res = optimize(tris, vcount, method=name, profile=target, **params)
                     seconds += time.perf_counter() - t0
                     out = np.asarray(res.triangles)
                     if out.shape != tris.shape:
@@ -352,7 +331,7 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
                 for prof in evaluate:
                     inv = bat = verts = 0
                     for out, n_vert in outputs:
-                        pred = predict(out, prof, vertex_count=n_vert)
+                        pred = predict(out, profile=prof, vertex_count=n_vert)
                         inv += pred.invocations
                         bat += pred.batches
                         verts += pred.vertices

@@ -21,6 +21,8 @@ and :func:`mem_new_batch`.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -372,7 +374,7 @@ def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarr
     return np.ascontiguousarray(tris), int(vertex_count)
 
 
-def predict(triangles, profile: "str | Profile" = "nvidia_gl", vertex_count: int | None = None,
+def predict(triangles, vertex_count: int | None = None, *args, profile: "str | Profile" = "nvidia_gl",
             return_batches: bool = False, per_vertex: bool = False) -> Prediction:
     """Predict vertex-shader invocations of an index buffer (paper 001, Algorithm 1).
 
@@ -380,20 +382,36 @@ def predict(triangles, profile: "str | Profile" = "nvidia_gl", vertex_count: int
     ----------
     triangles : (T, 3) or (3T,) integer array
         The index buffer in draw order (uint16 or uint32 or any integer type).
-    profile : str or Profile
-        ``nvidia_gl``, ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``, ``lru:N``,
-        optionally suffixed ``+16bit`` (see :func:`meshopt_batch.profiles.get_profile`).
     vertex_count : int, optional
         Size of the vertex buffer; defaults to the largest index + 1.
-    return_batches : bool
+    profile : str or Profile, keyword-only
+        ``nvidia_gl`` (default), ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``,
+        ``lru:N``, optionally suffixed ``+16bit`` (see :func:`meshopt_batch.profiles.get_profile`).
+    return_batches : bool, keyword-only
         Also return the first triangle of every batch (for plots and the probe).
-    per_vertex : bool
+    per_vertex : bool, keyword-only
         Also return the invocations of every vertex.
 
     Returns
     -------
     Prediction
+
+    Notes
+    -----
+    The order ``predict(triangles, profile, vertex_count)`` of version 0.1 still works for one
+    release and warns (``DeprecationWarning``).
+
+    References
+    ----------
+    .. [1] B. Kerbl et al., "Revisiting the Vertex Cache", Proc. ACM CGIT 1(2), 2018 (paper 001),
+       Algorithm 1 and sec. 3.4.
     """
+    if isinstance(vertex_count, (str, Profile)):
+        warnings.warn("predict(triangles, profile, vertex_count) is deprecated: use "
+                      "predict(triangles, vertex_count, profile=...)", DeprecationWarning, stacklevel=2)
+        profile, vertex_count = vertex_count, (args[0] if args else None)
+    elif args:
+        raise TypeError("predict() takes the profile as a keyword: predict(triangles, vertex_count, profile=...)")
     prof = get_profile(profile)
     tris, vcount = as_index_array(triangles, vertex_count)
     scalars, pv, table = new_memory(prof, vcount)

@@ -42,13 +42,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.mesh import Mesh
+from meshopt_batch.optimizers import Method, optimize_mesh
+from meshopt_batch.profiles import Profile, get_profile
+from meshopt_batch.reuse import predict
 
 from .frame import FrameGeometry
 
-__all__ = ["DEFAULT_PROFILE", "PreparedMesh", "GeometryStage", "optimize_triangles",
-           "available_optimizers"]
+__all__ = ["DEFAULT_PROFILE", "PreparedMesh", "GeometryStage"]
 
 DEFAULT_PROFILE = "fifo:16"
 DEFAULT_GUARD_BAND = 4096.0
@@ -75,66 +76,24 @@ class PreparedMesh:
         return int(self.triangles.shape[0])
 
 
-def available_optimizers() -> list[str]:
-    """Names the mesh optimizer module offers (empty when it is not installed)."""
-    try:
-        from meshopt_batch import optimizers
-    except ImportError:
-        return []
-    fn = getattr(optimizers, "available_methods", None)
-    if callable(fn):
-        return list(fn())
-    return sorted(getattr(optimizers, "METHODS", {}) or [])
-
-
-def optimize_triangles(mesh: Mesh, method: str, profile) -> tuple[np.ndarray, np.ndarray | None]:
-    """Run a ``meshopt_batch.optimizers`` method; returns (triangles, vertex remap or None).
-
-    A remap (the batch optimizer's 16-bit boundary step may duplicate vertices) gives, for
-    every vertex of the new vertex buffer, the index of the source vertex it copies.
-    """
-    try:
-        from meshopt_batch import optimizers
-    except ImportError as exc:
-        raise MeshoptBatchError(f"mesh optimizer {method!r} unavailable: meshopt_batch.optimizers "
-                                f"cannot be imported ({exc})") from None
-    run = getattr(optimizers, "optimize_result", None)
-    if run is not None:
-        out = run(mesh.triangles, mesh.vertex_count, method=method, profile=profile)
-        tris, remap = out.triangles, out.vertex_remap
-    else:
-        tris, remap = optimizers.optimize(mesh.triangles, mesh.vertex_count, method=method,
-                                          profile=profile), None
-    tris = np.asarray(tris, np.int64).reshape(-1, 3)
-    if remap is not None:
-        remap = np.asarray(remap, np.int64)
-        if len(remap) == mesh.vertex_count and np.array_equal(remap, np.arange(len(remap))):
-            remap = None
-    if tris.shape[0] != mesh.triangle_count:
-        raise MeshoptBatchError(f"optimizer {method!r} returned {tris.shape[0]} triangles for "
-                                f"{mesh.triangle_count}")
-    return tris, remap
-
-
 class GeometryStage:
     """The geometry pipeline; holds the per-mesh cache (one instance per simulation run).
 
     Parameters
     ----------
-    profile : str or Profile
+    profile : Profile
         Vertex-reuse profile for :func:`meshopt_batch.reuse.predict` (default ``fifo:16``).
-    optimizer : str or None
-        Mesh optimizer applied to every draw's index buffer before submission.
+    method : Method or None
+        Mesh optimizer applied to every draw's index buffer before submission (its vertex
+        buffer renumbered or grown where the method does so).
     guard_band : float
         Pixels beyond each screen edge where triangles are clipped in x and y.
     """
 
-    def __init__(self, profile=DEFAULT_PROFILE, optimizer: str | None = None,
+    def __init__(self, profile: Profile = get_profile(DEFAULT_PROFILE), method: Method | None = None,
                  guard_band: float = DEFAULT_GUARD_BAND):
-        from meshopt_batch.profiles import get_profile
-
-        self.profile = get_profile(profile)
-        self.optimizer = optimizer or None
+        self.profile = profile
+        self.method = method
         self.guard_band = float(guard_band)
         self._cache: dict[int, tuple[Mesh, PreparedMesh]] = {}
 
@@ -144,18 +103,14 @@ class GeometryStage:
         hit = self._cache.get(id(mesh))
         if hit is not None and hit[0] is mesh:
             return hit[1]
-        from meshopt_batch.reuse import predict
-
-        tris = np.asarray(mesh.triangles, np.int64)
-        pos = np.asarray(mesh.positions, np.float64)
-        nrm = np.asarray(mesh.attributes.get("normal", np.zeros((mesh.vertex_count, 3))), np.float64)
-        uv = np.asarray(mesh.attributes.get("uv", np.zeros((mesh.vertex_count, 2))), np.float32)
-        if self.optimizer:
-            tris, remap = optimize_triangles(mesh, self.optimizer, self.profile)
-            if remap is not None:
-                pos, nrm, uv = pos[remap], nrm[remap], uv[remap]
+        submitted = (optimize_mesh(mesh, method=self.method, profile=self.profile)
+                     if self.method is not None else mesh)
+        tris = np.asarray(submitted.triangles, np.int64)
+        pos = np.asarray(submitted.positions, np.float64)
         vcount = pos.shape[0]
-        inv = (predict(np.ascontiguousarray(tris, dtype=np.uint32), self.profile, vertex_count=vcount).invocations
+        nrm = np.asarray(submitted.attributes.get("normal", np.zeros((vcount, 3))), np.float64)
+        uv = np.asarray(submitted.attributes.get("uv", np.zeros((vcount, 2))), np.float32)
+        inv = (predict(submitted.triangles, vcount, profile=self.profile).invocations
                if len(tris) else 0)
         used = pos[np.unique(tris)] if len(tris) else np.zeros((1, 3))
         centre = (used.min(0) + used.max(0)) / 2.0
@@ -167,7 +122,7 @@ class GeometryStage:
             uv=uv,
             triangles=tris,
             invocations=int(inv),
-            optimizer=self.optimizer,
+            optimizer=self.method.name if self.method is not None else None,
             profile=self.profile.name,
             centre=centre,
             radius=radius,

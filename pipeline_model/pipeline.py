@@ -18,43 +18,55 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import os
 import shutil
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
+import pandas as pd
+from PIL import Image
+from tqdm import tqdm
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.optimizers import Method, get_method
+from meshopt_batch.profiles import Profile, get_profile
 
+from . import binning, raster
 from . import stats as _stats
 from .geometry import DEFAULT_PROFILE, GeometryStage
 from .scene import Scene, load_scene
 from .techniques import create as _create_technique
-from .techniques.base import RenderRequest
+from .techniques.base import RenderRequest, Technique
 
-__all__ = ["FrameContext", "SimulationResult", "simulate", "run_frames", "save_png", "JSON_COUNTERS"]
+__all__ = ["FrameCheck", "FrameContext", "SimulationResult", "simulate", "run_frames", "save_png",
+           "JSON_COUNTERS"]
 
 #: Counters every technique entry and per-frame row of the JSON output carries (issue 6).
 JSON_COUNTERS = ("vertex_invocations", "fragments_rasterized", "fragments_shaded", "overshading",
                  "tiles_rendered", "tiles_skipped", "cycles", "energy")
 
 
-def _raster():
-    from . import raster  # the raster stage (compiled); imported on first use
+class FrameCheck(Protocol):
+    """A per-frame check a run calls after the techniques (e.g. the application's OpenGL
+    cross-check of the raster stage, ``meshopt-batch simulate --check-gl``).
 
-    return raster
+    ``name`` is the key of its record in :attr:`SimulationResult.checks` (and in the JSON);
+    ``describe()`` gives the record's fixed fields (e.g. the renderer string); the check is
+    called once per frame with the frame's geometry, tile lists and baseline raster result and
+    returns that frame's dict, collected under ``"frames"``.
+    """
 
+    name: str
 
-def _binning():
-    from . import binning
+    def describe(self) -> dict: ...
 
-    return binning
+    def __call__(self, index: int, frame, tiles, baseline) -> dict: ...
 
 
 class FrameContext:
@@ -100,19 +112,12 @@ class FrameContext:
         return result
 
     def _render(self, **kw):
-        raster = _raster()
-        fn = raster.render_frame
-        params = _accepted_params(fn)
-        if "clear_colour" in params and "clear_colour" not in kw:
-            kw["clear_colour"] = self.clear
-        elif "clear" in params and "clear" not in kw:
-            kw["clear"] = self.clear
-        if "setup" in params and "setup" not in kw:
-            if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
-                self.shared["setup"] = raster.setup_triangles(self.frame)
-            kw["setup"] = self.shared["setup"]
+        kw.setdefault("clear_colour", self.clear)
+        if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
+            self.shared["setup"] = raster.setup_triangles(self.frame)
+        kw.setdefault("setup", self.shared["setup"])
         t0 = time.perf_counter()
-        result = fn(self.frame, self.tiles, **kw)
+        result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
         return result
 
@@ -125,19 +130,6 @@ class FrameContext:
     def final_depth(self) -> np.ndarray:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
-
-
-_PARAMS_CACHE: dict[int, frozenset] = {}
-
-
-def _accepted_params(fn) -> frozenset:
-    key = id(fn)
-    if key not in _PARAMS_CACHE:
-        try:
-            _PARAMS_CACHE[key] = frozenset(inspect.signature(fn).parameters)
-        except (TypeError, ValueError):
-            _PARAMS_CACHE[key] = frozenset()
-    return _PARAMS_CACHE[key]
 
 
 @dataclass
@@ -157,7 +149,7 @@ class SimulationResult:
     summaries: dict = field(default_factory=dict)            # technique -> summary() dict
     aggregates: dict = field(default_factory=dict)           # technique -> {counter: how}
     images: dict = field(default_factory=dict)               # technique -> [colour arrays]
-    gl_check: dict | None = None
+    checks: dict = field(default_factory=dict)               # FrameCheck.name -> record
     timings: dict = field(default_factory=dict)
     fallbacks: list = field(default_factory=list)
     costs: dict = field(default_factory=dict)
@@ -165,8 +157,6 @@ class SimulationResult:
     @property
     def per_frame(self):
         """pandas DataFrame, one row per (technique, frame)."""
-        import pandas as pd
-
         return pd.DataFrame(self.rows)
 
     def technique_totals(self, name: str) -> dict:
@@ -191,8 +181,6 @@ class SimulationResult:
     @property
     def totals(self):
         """pandas DataFrame, one row per technique (summed counters, ratios recomputed)."""
-        import pandas as pd
-
         return pd.DataFrame({name: self.technique_totals(name) for name in self.techniques}).T
 
     def to_json(self) -> dict:
@@ -211,8 +199,8 @@ class SimulationResult:
         }
         if self.fallbacks:
             out["mesh_fallbacks"] = list(self.fallbacks)
-        if self.gl_check is not None:
-            out["gl_check"] = _jsonable(self.gl_check)
+        for name, record in self.checks.items():
+            out[name] = _jsonable(record)
         out["timings"] = _jsonable(self.timings)
         return out
 
@@ -238,8 +226,6 @@ def _jsonable(x):
 
 def save_png(path: "str | Path", colour: np.ndarray) -> None:
     """Write an (H, W, 3) uint8 image as a lossless PNG."""
-    from PIL import Image
-
     a = np.asarray(colour)
     if a.dtype != np.uint8:
         a = np.clip(a, 0, 255).astype(np.uint8)
@@ -247,10 +233,11 @@ def save_png(path: "str | Path", colour: np.ndarray) -> None:
 
 
 def simulate(scene: "str | Path | Scene | dict",
-             techniques: "Sequence[str | Any]" = ("baseline",),
+             techniques: "Sequence[str | Technique]" = ("baseline",),
+             *,
              frames: int | None = None,
-             optimizer: str | None = None,
-             profile: Any = DEFAULT_PROFILE,
+             method: "str | Method | None" = None,
+             profile: "str | Profile" = DEFAULT_PROFILE,
              width: int | None = None,
              height: int | None = None,
              tile: int = 16,
@@ -259,19 +246,22 @@ def simulate(scene: "str | Path | Scene | dict",
              images_dir: "str | Path | None" = None,
              keep_images: bool = False,
              image_callback: Callable[[str, int, np.ndarray], None] | None = None,
-             check_gl: bool = False,
+             frame_checks: "Sequence[FrameCheck]" = (),
              check_images: bool = False,
              first_frame: int = 0,
              technique_options: dict | None = None,
-             guard_band: float | None = None) -> SimulationResult:
+             guard_band: float | None = None,
+             optimizer: "str | None" = None) -> SimulationResult:
     """Run ``scene`` for ``frames`` frames under every technique and count the work.
 
     Parameters
     ----------
     scene : shipped scene name, JSON/glTF path, :class:`~pipeline_model.scene.Scene` or dict
-    techniques : names (see :func:`pipeline_model.techniques.available`) or technique objects
+    techniques : names (see :func:`pipeline_model.techniques.available`) or
+        :class:`~pipeline_model.techniques.base.Technique` objects
     frames : number of frames (default: the scene's own count), starting at ``first_frame``
-    optimizer : mesh optimizer applied to every mesh's index buffer (``forsyth``, ``batch``...)
+    method : mesh optimizer (name or :class:`~meshopt_batch.optimizers.Method`) applied to
+        every mesh's index buffer (``forsyth``, ``batch``...); ``None`` keeps the scene's order
     profile : vertex-reuse profile for the vertex-shader count (default ``fifo:16``)
     width, height, tile : screen and tile size (default: the scene's size, 16)
     progress : tqdm bar on stderr (None: only when stderr is a terminal)
@@ -280,12 +270,19 @@ def simulate(scene: "str | Path | Scene | dict",
         files appear only when the whole run succeeded
     keep_images : keep the final colours in ``result.images`` (memory: W*H*3 bytes per frame)
     image_callback : called as ``fn(technique, frame, colour)`` for every rendered frame
-    check_gl : compare the baseline raster with the local OpenGL, frame by frame (issue 9)
+    frame_checks : :class:`FrameCheck` objects called on every frame's baseline (the
+        application passes its OpenGL cross-check here); records in ``result.checks``
     check_images : compare every exact technique's frame with the baseline's; the per-frame
         rows gain ``image_diff_pixels``
     technique_options : ``{name: {option: value}}`` passed to the technique constructors
+    optimizer : deprecated spelling of ``method`` (kept for one release)
     """
     t_start = time.perf_counter()
+    if optimizer is not None:
+        warnings.warn("simulate(optimizer=...) is deprecated: use method=...", DeprecationWarning, stacklevel=2)
+        method = method if method is not None else optimizer
+    method_obj = get_method(method) if method is not None else None
+    prof = get_profile(profile)
     sc = load_scene(scene)
     n_frames = int(frames if frames is not None else sc.frames)
     if n_frames < 1:
@@ -304,31 +301,20 @@ def simulate(scene: "str | Path | Scene | dict",
     for t in techniques:
         if isinstance(t, str):
             techs.append(_create_technique(t, **opts.get(t, {})))
-        else:
+        elif isinstance(t, Technique):
             techs.append(t)
+        else:
+            raise MeshoptBatchError(f"a technique is a name or a Technique object, not {type(t).__name__}")
     names = [t.name for t in techs]
     if len(set(names)) != len(names):
         raise MeshoptBatchError(f"technique listed twice: {names}")
     for t in techs:
         t.reset()
 
-    geom = GeometryStage(profile=profile, optimizer=optimizer,
+    geom = GeometryStage(profile=prof, method=method_obj,
                          **({} if guard_band is None else {"guard_band": guard_band}))
     sc.load_meshes()  # absent mesh files are known (and fall back) before frame 0
-    binning = _binning()
-
-    gl = None
-    gl_frames: list = []
-    gl_renderer = None
-    if check_gl:
-        try:
-            from gpu_probe import gl_reference as gl
-        except ImportError as exc:
-            raise MeshoptBatchError(f"--check-gl needs gpu_probe.gl_reference ({exc})") from None
-        if hasattr(gl, "gl_available") and not gl.gl_available():
-            raise MeshoptBatchError("--check-gl: no OpenGL context can be created here "
-                                    "(install Mesa EGL/llvmpipe, see scripts/install-system-deps.sh)")
-        gl_renderer = gl.renderer() if hasattr(gl, "renderer") else "unknown"
+    check_frames: dict[str, list] = {c.name: [] for c in frame_checks}
 
     staging = None
     final_dir = None
@@ -338,10 +324,11 @@ def simulate(scene: "str | Path | Scene | dict",
         staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=final_dir))
 
     result = SimulationResult(scene=sc.name, frames=n_frames, first_frame=first_frame, width=W,
-                              height=H, tile=tile, techniques=names, optimizer=optimizer,
-                              profile=geom.profile.name, costs=cost_table)
+                              height=H, tile=tile, techniques=names,
+                              optimizer=method_obj.name if method_obj is not None else None,
+                              profile=prof.name, costs=cost_table)
     timings = {"geometry": 0.0, "binning": 0.0, "raster": {n: 0.0 for n in names},
-               "techniques": {n: 0.0 for n in names}, "gl_check": 0.0}
+               "techniques": {n: 0.0 for n in names}, **{c.name: 0.0 for c in frame_checks}}
     previous: dict[str, np.ndarray | None] = {n: None for n in names}
     # per-tile covered pixels of each technique's last picture: a tile RE skips keeps last
     # frame's colours and so its coverage (the overshading denominator, see pipeline_model.stats)
@@ -363,7 +350,7 @@ def simulate(scene: "str | Path | Scene | dict",
                 ctx.previous_colour = previous[tech.name]
                 r0 = ctx.raster_seconds
                 s0 = time.perf_counter()
-                req, res = _run_technique(tech, ctx)
+                req, res = tech.run(ctx)
                 extra = tech.end_frame(ctx, res) or {}
                 s1 = time.perf_counter()
                 timings["raster"][tech.name] += ctx.raster_seconds - r0
@@ -372,10 +359,10 @@ def simulate(scene: "str | Path | Scene | dict",
                 covered_tiles = _stats.covered_per_tile(frame, res, previous_covered[tech.name])
                 previous_covered[tech.name] = covered_tiles
                 row.update(_stats.frame_counters(frame, tiles, res, cost_table,
-                                                 hsr=bool(getattr(req, "hsr_pass", False)),
+                                                 hsr=req.hsr_pass,
                                                  covered_tiles=covered_tiles))
                 row.update(extra)
-                if check_images and getattr(tech, "exact", True):
+                if check_images and tech.exact:
                     row["image_diff_pixels"] = int(np.count_nonzero(
                         np.any(np.asarray(res.colour) != np.asarray(ctx.baseline().colour), axis=-1)))
                 result.rows.append(row)
@@ -389,13 +376,10 @@ def simulate(scene: "str | Path | Scene | dict",
                     image_callback(tech.name, fi, colour)
                 if bar is not None:
                     bar.update(1)
-            if gl is not None:
+            for check in frame_checks:
                 g0 = time.perf_counter()
-                rec = gl.check_frame_against_gl(frame, model_result=ctx.baseline(), tiles=tiles)
-                rec = dict(rec)
-                rec["frame"] = fi
-                gl_frames.append(rec)
-                timings["gl_check"] += time.perf_counter() - g0
+                check_frames[check.name].append(dict(check(fi, frame, tiles, ctx.baseline())))
+                timings[check.name] += time.perf_counter() - g0
         if staging is not None:
             for p in sorted(staging.iterdir()):
                 os.replace(p, final_dir / p.name)
@@ -407,9 +391,9 @@ def simulate(scene: "str | Path | Scene | dict",
 
     for tech in techs:
         result.summaries[tech.name] = dict(tech.summary() or {})
-        result.aggregates[tech.name] = dict(getattr(tech, "aggregate", {}) or {})
-    if gl is not None:
-        result.gl_check = {"renderer": gl_renderer, "frames": gl_frames}
+        result.aggregates[tech.name] = dict(tech.aggregate)
+    for check in frame_checks:
+        result.checks[check.name] = {**check.describe(), "frames": check_frames[check.name]}
     timings["total"] = time.perf_counter() - t_start
     timings["frames_per_second"] = n_frames / timings["total"] if timings["total"] > 0 else None
     result.timings = timings
@@ -417,33 +401,19 @@ def simulate(scene: "str | Path | Scene | dict",
     return result
 
 
-def _run_technique(tech, ctx):
-    """``tech.run(ctx)`` when the technique renders several passes itself, else one render."""
-    run = getattr(tech, "run", None)
-    if callable(run):
-        return run(ctx)
-    req = tech.begin_frame(ctx)
-    return req, ctx.render(req)
-
-
 def _progress(progress: bool | None, total: int, label: str):
     if progress is False:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
         return None
     disable = None if progress is None else False
     return tqdm(total=total, desc=label, unit="frame", file=sys.stderr, disable=disable,
                 leave=False, dynamic_ncols=True)
 
 
-def run_frames(scene: "str | Scene", frames: Iterable[int], *, optimizer=None, profile=DEFAULT_PROFILE,
-               width=None, height=None, tile=16):
+def run_frames(scene: "str | Scene", frames: Iterable[int], *, method: "str | Method | None" = None,
+               profile: "str | Profile" = DEFAULT_PROFILE, width=None, height=None, tile=16):
     """Yield ``(FrameSpec, FrameGeometry, TileLists)`` for the given frames (no raster)."""
     sc = load_scene(scene)
-    geom = GeometryStage(profile=profile, optimizer=optimizer)
-    binning = _binning()
+    geom = GeometryStage(profile=get_profile(profile), method=get_method(method) if method is not None else None)
     W = int(width or sc.width)
     H = int(height or sc.height)
     for fi in frames:

@@ -13,7 +13,7 @@ import pytest
 
 import meshes
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.optimizers import optimize, optimize_result
+from meshopt_batch.optimizers import optimize
 from meshopt_batch.optimizers.batch import (DEFAULT_COEFFICIENTS, NO_DISTANCE_COEFFICIENTS,
                                             optimize_batch)
 from meshopt_batch.optimizers.boundary16 import fix_16bit_boundaries, mixed_batches
@@ -91,7 +91,7 @@ def test_model_matches_predictor(profile):
     for mesh in small_meshes().values():
         for variant in VARIANTS[:3]:
             res = optimize_batch(mesh.triangles, mesh.vertex_count, profile=profile, **variant)
-            pred = predict(res.triangles, profile, len(res.vertex_remap), return_batches=True)
+            pred = predict(res.triangles, len(res.vertex_remap), profile=profile, return_batches=True)
             assert res.stats["model_invocations"] == pred.invocations == res.stats["invocations"]
             assert res.stats["model_batches"] == pred.batches
             assert np.array_equal(res.batch_starts, pred.batch_starts)
@@ -102,15 +102,15 @@ def test_improves_on_input_and_classics():
     rng = np.random.default_rng(0)
     tris = np.asarray(mesh.triangles)[rng.permutation(mesh.triangle_count)]
     res = optimize_batch(tris, mesh.vertex_count)
-    assert res.stats["asr"] < predict(tris, "nvidia_gl").asr * 0.5
-    forsyth = predict(optimize(tris, mesh.vertex_count, "forsyth"), "nvidia_gl").asr
+    assert res.stats["asr"] < predict(tris, profile="nvidia_gl").asr * 0.5
+    forsyth = predict(optimize(tris, mesh.vertex_count, method="forsyth").triangles, profile="nvidia_gl").asr
     assert res.stats["asr"] < forsyth
     assert res.stats["asr"] < 0.82
 
 
 def test_registry_and_result_fields():
     mesh = meshes.grid(10, 10)
-    res = optimize_result(mesh.triangles, mesh.vertex_count, method="batch", profile="amd")
+    res = optimize(mesh.triangles, mesh.vertex_count, method="batch", profile="amd")
     assert res.triangles.shape == (mesh.triangle_count, 3)
     batch = optimize_batch(mesh.triangles, mesh.vertex_count, profile="amd")
     assert batch.stats["coefficients"] == {**DEFAULT_COEFFICIENTS}
@@ -165,12 +165,12 @@ def test_16bit_fix_large_mesh():
     assert np.array_equal(fixed.vertex_remap[np.asarray(fixed.triangles, np.int64)],
                           np.asarray(plain.triangles, np.int64))
     n = len(fixed.vertex_remap)
-    assert predict(fixed.triangles, "nvidia_gl", n).invocations == plain.stats["invocations"]
+    assert predict(fixed.triangles, n, profile="nvidia_gl").invocations == plain.stats["invocations"]
     assert mixed_batches(fixed.triangles, n) == 0
     assert mixed_batches(plain.triangles, V) > 0
-    with16 = predict(fixed.triangles, "nvidia_gl+16bit", n).asr
+    with16 = predict(fixed.triangles, n, profile="nvidia_gl+16bit").asr
     assert with16 == pytest.approx(fixed.stats["asr"])
-    assert predict(plain.triangles, "nvidia_gl+16bit", V).asr > with16
+    assert predict(plain.triangles, V, profile="nvidia_gl+16bit").asr > with16
     # the +16bit profile is optimized under its plain model, then fixed
     p16 = optimize_batch(tris, V, profile="nvidia_gl+16bit")
     assert np.array_equal(p16.triangles, fixed.triangles)

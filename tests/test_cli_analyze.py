@@ -61,6 +61,6 @@ def test_bunny_analyze_matches_predict(capsys):
     out = json.loads(capsys.readouterr().out)
     mesh = load_mesh(path)
     assert out["triangles"] == 69451 and out["vertices"] == 35947
-    expected = predict(mesh.triangles, "nvidia_gl")
+    expected = predict(mesh.triangles, profile="nvidia_gl")
     assert out["results"][0]["invocations"] == expected.invocations
     assert out["results"][0]["batches"] == expected.batches

@@ -40,10 +40,10 @@ def test_tidy_table(small):
         assert (sub["triangles"] == mesh.triangle_count).all()
         assert np.allclose(sub["perfect_asr"], mesh.vertex_count / mesh.triangle_count)
         orig = sub[(sub["method"] == "original") & (sub["profile"] == "nvidia_gl")].iloc[0]
-        assert orig["invocations"] == predict(mesh.triangles, "nvidia_gl").invocations
+        assert orig["invocations"] == predict(mesh.triangles, profile="nvidia_gl").invocations
         assert orig["seconds"] == 0.0
         tip = sub[(sub["method"] == "tipsify:14") & (sub["profile"] == "fifo:16")].iloc[0]
-        expected = predict(optimize(mesh.triangles, method="tipsify", cache_size=14), "fifo:16")
+        expected = predict(optimize(mesh.triangles, method="tipsify", cache_size=14).triangles, profile="fifo:16")
         assert tip["invocations"] == expected.invocations
         assert tip["asr"] == pytest.approx(expected.asr)
         assert (sub[sub["method"] != "original"]["asr"] < orig["asr"]).all()
@@ -72,7 +72,7 @@ def test_primitives_are_summed():
     b = _shuffled(meshes.grid(6), 4)
     res = compare([[a, b]], ["tipsify"], ["amd"])
     row = res.results[res.results["method"] == "tipsify"].iloc[0]
-    inv = sum(predict(optimize(m.triangles, m.vertex_count, "tipsify"), "amd", m.vertex_count).invocations
+    inv = sum(predict(optimize(m.triangles, m.vertex_count, method="tipsify").triangles, m.vertex_count, profile="amd").invocations
               for m in (a, b))
     assert row["invocations"] == inv
     assert row["triangles"] == a.triangle_count + b.triangle_count
@@ -117,8 +117,8 @@ def mesh_file(tmp_path):
 
 def test_cli_json_and_csv(mesh_file, tmp_path, capsys):
     out_csv = tmp_path / "table.csv"
-    code = main(["compare", str(mesh_file), "--methods", "tipsify:14,forsyth", "kcache",
-                 "--profiles", "nvidia_gl,amd", "--csv", str(out_csv), "--json"])
+    code = main(["compare", str(mesh_file), "--method", "tipsify:14,forsyth", "-m", "kcache",
+                 "--profile", "nvidia_gl,amd", "--csv", str(out_csv), "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["methods"] == ["original", "tipsify:14", "forsyth", "kcache"]
@@ -131,15 +131,15 @@ def test_cli_json_and_csv(mesh_file, tmp_path, capsys):
 
 
 def test_cli_human_output(mesh_file, capsys):
-    assert main(["compare", str(mesh_file), "--methods", "hoppe", "--profiles", "lru:15"]) == 0
+    assert main(["compare", str(mesh_file), "--method", "hoppe", "--profile", "lru:15"]) == 0
     out = capsys.readouterr().out
     assert "profile lru:15" in out and "hoppe" in out and "perfect" in out and "ico" in out
 
 
 @pytest.mark.parametrize("argv", [
-    ["--methods", "nope"],
-    ["--profiles", "gpu9000"],
-    ["--methods", "tipsify:1"],
+    ["--method", "nope"],
+    ["--profile", "gpu9000"],
+    ["--method", "tipsify:1"],
 ])
 def test_cli_errors_are_one_line(mesh_file, tmp_path, capsys, argv):
     out_csv = tmp_path / "never.csv"
@@ -167,3 +167,17 @@ def test_real_meshes_table():
     assert nv["hoppe"] == pytest.approx(0.84, abs=0.03) and amd["hoppe"] == pytest.approx(0.68, abs=0.03)
     assert nv["kcache"] == pytest.approx(0.84, abs=0.03) and amd["kcache"] == pytest.approx(0.70, abs=0.03)
     assert nv["perfect"] == pytest.approx(0.50, abs=0.01)
+
+
+def test_old_option_spellings_still_work_and_warn(mesh_file, capsys):
+    assert main(["compare", str(mesh_file), "--methods", "hoppe", "tipsify", "--profiles", "lru:15",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["methods"] == ["original", "hoppe", "tipsify"] and out["profiles"] == ["lru:15"]
+    warnings = captured.err.strip().splitlines()
+    assert warnings == [
+        "meshopt-batch: warning: --methods is deprecated and will be removed in the next release; "
+        "use --method (repeatable)",
+        "meshopt-batch: warning: --profiles is deprecated and will be removed in the next release; "
+        "use --profile (repeatable)"]

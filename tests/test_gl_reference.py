@@ -19,8 +19,8 @@ pytestmark = [pytest.mark.gl,
               pytest.mark.skipif(not HAVE_GL, reason="no headless OpenGL 4.3 context (EGL)")]
 
 if HAVE_GL:
-    from gpu_probe.gl_reference import (GLImageRenderer, check_frame_against_gl, render_counts,
-                                        renderer)
+    from gpu_probe.gl_reference import GLImageRenderer, render_counts, renderer
+    from meshopt_batch_app.glcheck import check_frame_against_gl
 
 IS_LLVMPIPE = HAVE_GL and gctx.gl_info()["renderer"].startswith("llvmpipe")
 llvmpipe_only = pytest.mark.skipif(not IS_LLVMPIPE, reason="bit-exact agreement is with llvmpipe")

@@ -16,9 +16,9 @@ from meshopt_batch.optimizers import (
     CLASSIC_METHODS,
     METHODS,
     available_methods,
-    method_info,
+    get_method,
     optimize,
-    optimize_result,
+    optimize_mesh,
 )
 from meshopt_batch.optimizers.forsyth import optimize_forsyth
 from meshopt_batch.optimizers.hoppe import _edge_adjacency, optimize_hoppe
@@ -64,7 +64,7 @@ def shuffled(tris, seed=0):
 
 
 def acmr(tris, profile, vertex_count=None):
-    return predict(tris, profile, vertex_count).acmr
+    return predict(tris, vertex_count, profile=profile).acmr
 
 
 # ------------------------------------------------------------------ exact reordering
@@ -192,7 +192,7 @@ def test_tipsify_matches_meshoptimizer_fifo(mesh_name, size):
     """meshoptimizer's optimize_vertex_cache_fifo is also Tipsify: same ACMR within 3%."""
     tris = shuffled(_procedural()[mesh_name].astype(np.uint32), 11)
     ours = acmr(optimize_tipsify(tris, cache_size=size), f"fifo:{size}")
-    theirs = acmr(optimize(tris, method="meshoptimizer_fifo", cache_size=size), f"fifo:{size}")
+    theirs = acmr(optimize(tris, method="meshoptimizer_fifo", cache_size=size).triangles, f"fifo:{size}")
     assert ours <= 1.03 * theirs
 
 
@@ -205,7 +205,7 @@ def test_forsyth_near_meshoptimizer_on_regular_meshes(mesh_name):
     (test_real_meshes_against_meshoptimizer)."""
     tris = shuffled(_procedural()[mesh_name].astype(np.uint32), 5)
     ours = optimize_forsyth(tris)
-    theirs = optimize(tris, method="meshoptimizer")
+    theirs = optimize(tris, method="meshoptimizer").triangles
     for profile in ("lru:32", "fifo:32"):
         assert acmr(ours, profile) <= 1.15 * acmr(theirs, profile), profile
 
@@ -381,18 +381,18 @@ def test_kcache_fans_are_rotational():
 def test_registry_and_dispatch():
     assert set(CLASSIC_METHODS) <= set(METHODS)
     assert {"original", "batch", "meshoptimizer", "meshoptimizer_fifo", "meshoptimizer_strip"} <= set(METHODS)
-    assert method_info("batch").target == "meshopt_batch.optimizers.batch:optimize_batch"
+    assert get_method("batch").target == "meshopt_batch.optimizers.batch:optimize_batch"
     tris = meshes.icosphere(2).triangles
-    np.testing.assert_array_equal(optimize(tris, method="original"), tris)
+    np.testing.assert_array_equal(optimize(tris, method="original").triangles, tris)
     for name in CLASSIC_METHODS:
-        assert_reordering(tris, optimize(tris, method=name))
-    out = optimize(tris, method="tipsify", cache_size=14)
+        assert_reordering(tris, optimize(tris, method=name).triangles)
+    out = optimize(tris, method="tipsify", cache_size=14).triangles
     np.testing.assert_array_equal(out, optimize_tipsify(tris, cache_size=14))
     mesh = meshes.icosphere(2)
-    assert_reordering(mesh.triangles, optimize(mesh, method="forsyth"))
+    assert_reordering(mesh.triangles, optimize_mesh(mesh, method="forsyth").triangles)
     with pytest.raises(MeshoptBatchError, match="unknown optimization method"):
         optimize(tris, method="nope")
-    result = optimize_result(tris, method="kcache")
+    result = optimize(tris, method="kcache")
     assert result.vertex_remap is None
 
 
@@ -401,7 +401,7 @@ def test_batch_is_imported_lazily():
     import sys
 
     code = ("import sys, numpy as np; from meshopt_batch.optimizers import optimize; "
-            "optimize(np.array([[0, 1, 2]]), method='tipsify'); "
+            "optimize(np.array([[0, 1, 2]]), method='tipsify').triangles; "
             "assert 'meshopt_batch.optimizers.batch' not in sys.modules; "
             "assert 'meshoptimizer' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -411,9 +411,9 @@ def test_batch_is_imported_lazily():
 @pytest.mark.parametrize("name", ["meshoptimizer", "meshoptimizer_fifo", "meshoptimizer_strip"])
 def test_meshoptimizer_wrappers_reorder(name):
     tris = shuffled(meshes.icosphere(3).triangles.astype(np.uint32), 1)
-    out = optimize(tris, method=name)
+    out = optimize(tris, method=name).triangles
     assert_reordering(tris, out, exact_rows=False)
-    assert optimize(np.zeros((0, 3), np.uint32), method=name).shape == (0, 3)
+    assert optimize(np.zeros((0, 3), np.uint32), method=name).triangles.shape == (0, 3)
 
 
 # ------------------------------------------------------------------ real meshes (slow)
@@ -447,10 +447,10 @@ def test_real_meshes_against_meshoptimizer(name):
     tris, vcount = _real(name)
     for n in (11, 14, 16):
         ours = acmr(optimize_tipsify(tris, vcount, cache_size=n), f"fifo:{n}", vcount)
-        theirs = acmr(optimize(tris, vcount, "meshoptimizer_fifo", cache_size=n), f"fifo:{n}", vcount)
+        theirs = acmr(optimize(tris, vcount, method="meshoptimizer_fifo", cache_size=n).triangles, f"fifo:{n}", vcount)
         assert ours <= 1.03 * theirs, (n, ours, theirs)
     ours = optimize_forsyth(tris, vcount)
-    theirs = optimize(tris, vcount, "meshoptimizer")
+    theirs = optimize(tris, vcount, method="meshoptimizer").triangles
     for profile in ("lru:32", "fifo:32"):
         assert acmr(ours, profile, vcount) <= 1.03 * acmr(theirs, profile, vcount), profile
 
@@ -464,8 +464,8 @@ def test_real_meshes_paper_ranking(name):
     asr = {}
     for method in CLASSIC_METHODS:
         kw = {"cache_size": 14} if method == "tipsify" else {}
-        out = optimize(tris, vcount, method, **kw)
-        asr[method] = {p: predict(out, p, vcount).asr for p in ("nvidia_gl", "amd")}
+        out = optimize(tris, vcount, method=method, **kw).triangles
+        asr[method] = {p: predict(out, vcount, profile=p).asr for p in ("nvidia_gl", "amd")}
     for profile in ("nvidia_gl", "amd"):
         best_classic = min(asr[m][profile] for m in ("kcache", "hoppe"))
         assert best_classic <= min(asr["tipsify"][profile], asr["forsyth"][profile])

@@ -10,11 +10,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from meshopt_batch_app.cli import main as cli_main
+from gpu_probe.gl_reference import gl_available
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.optimizers import get_method, optimize
+from meshopt_batch.profiles import get_profile
 from meshopt_batch.reuse import predict
+from meshopt_batch_app.cli import main as cli_main
+from meshopt_batch_app.glcheck import GLFrameCheck
 from pipeline_model import techniques
-from pipeline_model.geometry import DEFAULT_PROFILE, GeometryStage, available_optimizers
+from pipeline_model.geometry import DEFAULT_PROFILE, GeometryStage
 from pipeline_model.pipeline import JSON_COUNTERS, simulate
 from pipeline_model.scene import Scene, load_scene
 from pipeline_model.stats import load_costs
@@ -68,7 +72,7 @@ def test_offscreen_object_culled_but_shaded():
                  {"mesh": "sphere", "position": [0, 0, 0]}])
     fr = GeometryStage().process(sc.frame(0, 64, 64))
     m = sc.mesh("sphere")
-    inv = predict(m.triangles, DEFAULT_PROFILE).invocations
+    inv = predict(m.triangles, profile=DEFAULT_PROFILE).invocations
     assert list(fr.vertex_invocations) == [inv, inv]
     assert fr.triangles_culled[0] == m.triangle_count
     assert not np.any(fr.draw == 0)
@@ -78,30 +82,27 @@ def test_vertex_invocations_are_predict_per_draw():
     sc = load_scene("hud-over-3d")
     for profile in (DEFAULT_PROFILE, "lru:32", "nvidia_gl"):
         spec = sc.frame(0, **SMALL)
-        fr = GeometryStage(profile=profile).process(spec)
-        want = [predict(d.mesh.triangles, profile, vertex_count=d.mesh.vertex_count).invocations
+        fr = GeometryStage(profile=get_profile(profile)).process(spec)
+        want = [predict(d.mesh.triangles, profile=profile, vertex_count=d.mesh.vertex_count).invocations
                 for d in spec.draws]
         assert list(fr.vertex_invocations) == want
 
 
-@pytest.mark.skipif("forsyth" not in available_optimizers(), reason="optimizers not available")
 @pytest.mark.parametrize("method", ["forsyth", "tipsify"])
 def test_optimizer_changes_vertex_count_by_predict(method):
-    from meshopt_batch.optimizers import optimize
-
     sc = load_scene("hud-over-3d")
     spec = sc.frame(0, **SMALL)
     plain = GeometryStage().process(spec)
-    opt = GeometryStage(optimizer=method).process(spec)
-    want = [predict(optimize(d.mesh.triangles, d.mesh.vertex_count, method=method), DEFAULT_PROFILE,
+    opt = GeometryStage(method=get_method(method)).process(spec)
+    want = [predict(optimize(d.mesh.triangles, d.mesh.vertex_count, method=method).triangles, profile=DEFAULT_PROFILE,
                     vertex_count=d.mesh.vertex_count).invocations for d in spec.draws]
     assert list(opt.vertex_invocations) == want
     assert int(opt.vertex_invocations.sum()) < int(plain.vertex_invocations.sum())
     # end to end: the counter of a run moves by exactly what predict says
     a = simulate(sc, ["baseline"], frames=2, progress=False, **SMALL)
-    b = simulate(sc, ["baseline"], frames=2, optimizer=method, progress=False, **SMALL)
+    b = simulate(sc, ["baseline"], frames=2, method=method, progress=False, **SMALL)
     delta = a.technique_totals("baseline")["vertex_invocations"] - b.technique_totals("baseline")["vertex_invocations"]
-    per_frame = sum(predict(d.mesh.triangles, DEFAULT_PROFILE, vertex_count=d.mesh.vertex_count).invocations
+    per_frame = sum(predict(d.mesh.triangles, profile=DEFAULT_PROFILE, vertex_count=d.mesh.vertex_count).invocations
                     for d in spec.draws) - sum(want)
     assert delta == 2 * per_frame
     # same picture: the optimizer only reorders triangles inside each draw (opaque meshes)
@@ -168,8 +169,8 @@ class _Recorder(Technique):
         return {"frames_seen": len(self.frames)}
 
 
-def test_registry_and_hooks():
-    techniques.register("recorder", _Recorder)
+def test_registry_and_hooks(monkeypatch):
+    monkeypatch.setitem(techniques.REGISTRY, "recorder", techniques.TechniqueEntry(_Recorder))
     assert "recorder" in techniques.available()
     run = simulate("sprites-2d", ["baseline", "recorder"], frames=3, progress=False, **SMALL)
     rows = run.per_frame[run.per_frame.technique == "recorder"]
@@ -196,7 +197,7 @@ def test_cost_table_overrides(tmp_path):
 
 # ----------------------------------------------------------------------------- command line
 def test_simulate_json_contract(capsys):
-    assert cli_main(["simulate", "city-unordered", "--techniques", "baseline", "dr,oracle",
+    assert cli_main(["simulate", "city-unordered", "--technique", "baseline", "-t", "dr,oracle",
                      "--frames", "2", "--width", "320", "--height", "208", "--json", "--no-progress"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["scene"] == "city-unordered" and out["frames"] == 2
@@ -245,7 +246,7 @@ class _Broken(Technique):
 
 def test_no_partial_images(tmp_path, monkeypatch):
     # registered for this test only: the report lists every registered technique
-    monkeypatch.setitem(techniques._RUNTIME, "broken", _Broken)
+    monkeypatch.setitem(techniques.REGISTRY, "broken", techniques.TechniqueEntry(_Broken))
     d = tmp_path / "out"
     with pytest.raises(MeshoptBatchError):
         simulate("sprites-2d", ["baseline", "broken"], frames=3, images_dir=d, progress=False, **SMALL)
@@ -253,11 +254,10 @@ def test_no_partial_images(tmp_path, monkeypatch):
 
 
 def test_check_gl_block():
-    from gpu_probe import gl_reference
-
-    if not gl_reference.gl_available():
+    if not gl_available():
         pytest.skip("no OpenGL context")
-    run = simulate("sprites-2d", ["baseline"], frames=1, check_gl=True, progress=False, **SMALL)
+    run = simulate("sprites-2d", ["baseline"], frames=1, frame_checks=[GLFrameCheck()], progress=False,
+                   **SMALL)
     gl = run.to_json()["gl_check"]
     assert gl["renderer"] and len(gl["frames"]) == 1
     f = gl["frames"][0]

@@ -30,7 +30,7 @@ llvmpipe_only = pytest.mark.skipif(not IS_LLVMPIPE, reason="checks llvmpipe's ow
 
 
 def _pred(tri, profile, V):
-    return predict(np.array(tri, dtype=np.int64).reshape(-1, 3), profile, V).invocations
+    return predict(np.array(tri, dtype=np.int64).reshape(-1, 3), V, profile=profile).invocations
 
 
 # -- no GL needed -------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def test_missing_gl_is_one_line_with_install_hint(monkeypatch, capsys):
     """No OpenGL: one line on stderr naming the packages, exit code 2, no traceback."""
     import moderngl
 
-    from meshopt_batch import cli
+    from meshopt_batch_app import cli
 
     def boom(*a, **k):
         raise Exception("requested device index 0, but found 0 devices")
@@ -283,7 +283,7 @@ def test_fitted_profile_reproduces_every_measurement(suite):
 @pytest.mark.gl
 @needs_gl
 def test_cli_probe_json(tmp_path, capsys):
-    from meshopt_batch import cli
+    from meshopt_batch_app import cli
 
     tris = np.arange(30).reshape(-1, 3)
     obj = tmp_path / "m.obj"
@@ -306,7 +306,7 @@ def test_cli_probe_json(tmp_path, capsys):
 @pytest.mark.gl
 @needs_gl
 def test_cli_probe_missing_mesh(capsys):
-    from meshopt_batch import cli
+    from meshopt_batch_app import cli
 
     assert cli.main(["probe", "/nonexistent/mesh.ply"]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -31,7 +31,7 @@ FAST_MESHES = ["tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.g
 
 
 def _pred(tri, V):
-    return predict(np.array(tri, dtype=np.int64), get_profile("llvmpipe"), V).invocations
+    return predict(np.array(tri, dtype=np.int64), V, profile=get_profile("llvmpipe")).invocations
 
 
 def _check_mesh_exact(name):
@@ -75,7 +75,7 @@ def test_llvmpipe_profile_exact_on_a_million_triangles():
 @needs_meshes
 @needs_llvmpipe
 def test_probe_of_a_million_triangles_under_30_s(capsys):
-    from meshopt_batch import cli
+    from meshopt_batch_app import cli
 
     path = MESHES / "bunny_sub2.ply"
     if not path.exists():

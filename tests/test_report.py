@@ -112,10 +112,10 @@ def test_report_compares_reordering_with_the_oracle(smoke_report):
 
 
 def test_report_bad_arguments(tmp_path, capsys):
-    assert main(["report", "--out", str(tmp_path / "r"), "--meshes", str(tmp_path / "absent.ply")]) == 2
+    assert main(["report", "--out", str(tmp_path / "r"), "--mesh", str(tmp_path / "absent.ply")]) == 2
     assert "absent.ply" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
-    assert main(["report", "--out", str(tmp_path / "r"), "--scenes", "no-such-scene"]) == 2
+    assert main(["report", "--out", str(tmp_path / "r"), "--scene", "no-such-scene"]) == 2
     assert not (tmp_path / "r").exists()
 
 

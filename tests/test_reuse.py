@@ -21,7 +21,7 @@ def test_staircase_three_invocations_per_batch(profile, max_size):
     for batches in range(1, 6):
         for extra in (0, 3):
             n = batches * max_size + extra
-            pred = predict(repeating_012(n), profile)
+            pred = predict(repeating_012(n), profile=profile)
             expected_batches = batches + (1 if extra else 0)
             assert pred.batches == expected_batches
             assert pred.invocations == 3 * expected_batches
@@ -29,7 +29,7 @@ def test_staircase_three_invocations_per_batch(profile, max_size):
 
 def test_global_caches_shade_repeating_triangle_once():
     for profile in ("intel", "fifo:3", "lru:3", "fifo:128"):
-        assert predict(repeating_012(3000), profile).invocations == 3
+        assert predict(repeating_012(3000), profile=profile).invocations == 3
 
 
 def max_uniques_buffer(n, max_size=96):
@@ -42,11 +42,11 @@ def max_uniques_buffer(n, max_size=96):
 
 def test_max_uniques_33_experiment():
     for n in range(6, 33, 3):
-        pred = predict(max_uniques_buffer(n), "nvidia_gl")
+        pred = predict(max_uniques_buffer(n), profile="nvidia_gl")
         assert (pred.invocations, pred.batches) == (n, 1)
     # N = 33: the 11th triangle would be the 33rd unique vertex, so it opens a new batch
     # where {30, 31, 32} and then 29 are shaded again: one invocation more than N
-    pred = predict(max_uniques_buffer(33), "nvidia_gl", return_batches=True)
+    pred = predict(max_uniques_buffer(33), profile="nvidia_gl", return_batches=True)
     assert pred.batches == 2
     assert list(pred.batch_starts) == [0, 10]
     assert pred.invocations == 33 + 1
@@ -63,7 +63,7 @@ def lookback_buffer(i, n, length=96):
 def test_lookback_gl(i):
     # look-back of 42 index positions: reuse at distance 41 and 42, none at 43
     for n, reused in ((40, True), (41, True), (42, True), (43, False), (44, False)):
-        pred = predict(lookback_buffer(i, n), "nvidia_gl")
+        pred = predict(lookback_buffer(i, n), profile="nvidia_gl")
         assert pred.invocations == (4 if reused else 5), (i, n)
 
 
@@ -71,7 +71,7 @@ def test_lookback_gl(i):
 def test_lookback_dx_position_mod_3(i):
     for n in range(36, 50):
         reused = LookbackDX.rule(n, i % 3)
-        pred = predict(lookback_buffer(i, n), "nvidia_dx")
+        pred = predict(lookback_buffer(i, n), profile="nvidia_dx")
         assert pred.invocations == (4 if reused else 5), (i, n)
 
 
@@ -84,14 +84,14 @@ def lru_buffer(between):
 
 def test_amd_lru_15():
     # paper 001 sec. 3.3: no reuse across more than 14 distinct vertices on AMD
-    assert predict(lru_buffer(14), "amd").invocations == 15
-    assert predict(lru_buffer(15), "amd").invocations == 17
-    assert predict(lru_buffer(30), "amd").invocations == 32
+    assert predict(lru_buffer(14), profile="amd").invocations == 15
+    assert predict(lru_buffer(15), profile="amd").invocations == 17
+    assert predict(lru_buffer(30), profile="amd").invocations == 32
 
 
 def test_metrics_and_batches():
     tris = np.array([[0, 1, 2], [2, 1, 3], [0, 0, 4]])
-    pred = predict(tris, "fifo:16")
+    pred = predict(tris, profile="fifo:16")
     assert pred.invocations == 5 and pred.vertices == 5 and pred.triangles == 3
     assert pred.asr == pytest.approx(5 / 3) and pred.acmr == pred.asr and pred.atvr == 1.0
 
@@ -99,31 +99,31 @@ def test_metrics_and_batches():
 def test_16bit_boundary_option():
     low = np.array([65534, 65535, 65533] * 10).reshape(-1, 3)
     mixed = np.array([65534, 65535, 65536] * 10).reshape(-1, 3)
-    assert predict(low, "nvidia_gl+16bit").invocations == 3
-    assert predict(mixed, "nvidia_gl").invocations == 3
-    assert predict(mixed, "nvidia_gl+16bit").invocations > 3
+    assert predict(low, profile="nvidia_gl+16bit").invocations == 3
+    assert predict(mixed, profile="nvidia_gl").invocations == 3
+    assert predict(mixed, profile="nvidia_gl+16bit").invocations > 3
 
 
 def test_uint16_and_uint32_agree():
     rng = np.random.default_rng(3)
     tris = rng.integers(0, 500, size=(2000, 3))
     for profile in ("nvidia_gl", "amd", "fifo:32"):
-        a = predict(tris.astype(np.uint16), profile).invocations
-        b = predict(tris.astype(np.uint32), profile).invocations
+        a = predict(tris.astype(np.uint16), profile=profile).invocations
+        b = predict(tris.astype(np.uint32), profile=profile).invocations
         assert a == b
 
 
 def test_bad_input():
     with pytest.raises(MeshoptBatchError):
-        predict(np.array([[0, 1, 5]]), "nvidia_gl", vertex_count=3)
+        predict(np.array([[0, 1, 5]]), profile="nvidia_gl", vertex_count=3)
     with pytest.raises(MeshoptBatchError):
-        predict(np.array([0, 1]), "nvidia_gl")
+        predict(np.array([0, 1]), profile="nvidia_gl")
     with pytest.raises(MeshoptBatchError):
-        predict(np.array([[0, 1, 2]]), "nvidia_xx")
+        predict(np.array([[0, 1, 2]]), profile="nvidia_xx")
 
 
 def test_empty():
-    pred = predict(np.zeros((0, 3), np.uint32), "nvidia_gl")
+    pred = predict(np.zeros((0, 3), np.uint32), profile="nvidia_gl")
     assert pred.invocations == 0 and pred.asr == 0.0
 
 
@@ -148,7 +148,7 @@ def test_fast_predictor_matches_reference(data):
     indices = data.draw(st.lists(st.integers(0, n_vertices - 1), min_size=0, max_size=300))
     indices = [base + v for v in indices[: len(indices) // 3 * 3]]
     expected, starts = reference_predict(indices, profile)
-    pred = predict(np.array(indices, dtype=np.int64).reshape(-1, 3), profile, return_batches=True)
+    pred = predict(np.array(indices, dtype=np.int64).reshape(-1, 3), profile=profile, return_batches=True)
     assert pred.invocations == expected
     assert list(pred.batch_starts) == starts
 
@@ -157,5 +157,5 @@ def test_per_vertex_counts_sum_to_invocations():
     rng = np.random.default_rng(0)
     tris = rng.integers(0, 200, size=(3000, 3))
     for profile in ALL_PROFILES:
-        pred = predict(tris, profile, per_vertex=True)
+        pred = predict(tris, profile=profile, per_vertex=True)
         assert pred.shaded_per_vertex.sum() == pred.invocations

@@ -154,7 +154,7 @@ def fix_16bit_boundaries(triangles, vertex_count: int | None = None, profile="nv
     t_count = tris.shape[0]
     if t_count == 0 or vcount <= (1 << BLOCK_SHIFT):
         return tris.copy(), np.arange(vcount, dtype=np.int64)
-    starts = predict(tris.astype(np.uint32), prof, vcount, return_batches=True).batch_starts.astype(np.int64)
+    starts = predict(tris.astype(np.uint32), vcount, profile=prof, return_batches=True).batch_starts.astype(np.int64)
     out = np.empty_like(tris)
     remap = np.empty(vcount + 3 * t_count + (1 << BLOCK_SHIFT), np.int64)
     remap[:vcount] = np.arange(vcount)
@@ -168,7 +168,7 @@ def mixed_batches(triangles, vertex_count: int | None = None, profile="nvidia_gl
     tris, vcount = as_index_array(triangles, vertex_count)
     if tris.shape[0] == 0:
         return 0
-    starts = predict(np.asarray(tris, np.uint32), prof, vcount, return_batches=True).batch_starts
+    starts = predict(np.asarray(tris, np.uint32), vcount, profile=prof, return_batches=True).batch_starts
     blocks = tris.astype(np.int64) >> BLOCK_SHIFT
     lo = np.minimum.reduceat(blocks.min(axis=1), starts)
     hi = np.maximum.reduceat(blocks.max(axis=1), starts)

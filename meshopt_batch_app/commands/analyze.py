@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+from meshopt_batch.io import load_meshes
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
+
+from ..options import add_profile, split_values
 
 
 def add_parser(subparsers):
@@ -16,22 +19,18 @@ def add_parser(subparsers):
         "is reported as the sum of its draws.",
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
-    p.add_argument("--profile", "-p", action="append", dest="profiles", metavar="P",
-                   help="profile (repeatable): nvidia_gl, nvidia_dx, amd, intel, llvmpipe, fifo:N, "
-                   "lru:N, a profile JSON file; '+16bit' models NVIDIA's 2^16 boundary; "
-                   "default: every built-in profile")
+    add_profile(p, multiple=True, default_help="every built-in profile")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def analyze_meshes(meshes, profiles) -> list[dict]:
-    """Sum the predictions of every index buffer (draw) for each profile."""
+    """Sum the predictions of every index buffer (draw) for each profile (Profile objects)."""
     rows = []
-    for spec in profiles:
-        prof = get_profile(spec)
+    for prof in profiles:
         total = {"invocations": 0, "batches": 0, "triangles": 0, "vertices": 0}
         for mesh in meshes:
-            pred = predict(mesh.triangles, prof, vertex_count=mesh.vertex_count)
+            pred = predict(mesh.triangles, profile=prof, vertex_count=mesh.vertex_count)
             total["invocations"] += pred.invocations
             total["batches"] += pred.batches
             total["triangles"] += pred.triangles
@@ -45,12 +44,8 @@ def analyze_meshes(meshes, profiles) -> list[dict]:
 
 
 def run(args) -> int:
-    from meshopt_batch.io import load_meshes
-
+    profiles = [get_profile(spec) for spec in split_values(args.profile) or builtin_profile_names()]
     meshes = load_meshes(args.mesh)
-    profiles = args.profiles or builtin_profile_names()
-    for spec in profiles:
-        get_profile(spec)
     results = analyze_meshes(meshes, profiles)
     out = {"mesh": args.mesh, "triangles": sum(m.triangle_count for m in meshes),
            "vertices": sum(m.vertex_count for m in meshes), "results": results}

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from meshopt_batch.compare import DEFAULT_PROFILES, compare
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import get_profile
+
+from ..options import add_method, add_profile, split_values
 
 
 def add_parser(subparsers):
@@ -19,13 +24,8 @@ def add_parser(subparsers):
         "(batch) are optimized for each profile they are evaluated on.",
     )
     p.add_argument("meshes", nargs="+", metavar="MESH", help="OBJ, PLY, OFF, STL, glTF or GLB files")
-    p.add_argument("--methods", "-m", nargs="+", metavar="M",
-                   help="methods (space or comma separated): original, hoppe, kcache, tipsify, forsyth, "
-                   "batch, meshoptimizer, meshoptimizer_fifo, meshoptimizer_strip; NAME:N sets a cache "
-                   "size (tipsify:14). Default: all available")
-    p.add_argument("--profiles", "-p", nargs="+", metavar="P",
-                   help="profiles (space or comma separated): nvidia_gl, nvidia_dx, amd, intel, llvmpipe, "
-                   "fifo:N, lru:N, '+16bit' variants, profile JSON files. Default: nvidia_gl amd intel")
+    add_method(p, multiple=True, default_help="every available method", old_plural=True)
+    add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILES), old_plural=True)
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per mesh, profile "
                    "and method) as CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -33,24 +33,12 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
-def _split(values):
-    if not values:
-        return None
-    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    return out or None
-
-
 def run(args) -> int:
-    from meshopt_batch.compare import compare
-    from meshopt_batch.profiles import get_profile
-
-    profiles = _split(args.profiles)
+    profiles = split_values(args.profile)
     for spec in profiles or []:
         get_profile(spec)
-    methods = _split(args.methods)
+    methods = split_values(args.method)
     if args.csv:
-        from pathlib import Path
-
         parent = Path(args.csv).resolve().parent
         if not parent.is_dir():
             raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")

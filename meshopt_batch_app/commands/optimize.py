@@ -17,11 +17,16 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.io import load_meshes, save_mesh
+from meshopt_batch.optimizers import DEFAULT_METHOD, get_method, optimize
 from meshopt_batch.profiles import get_profile
 from meshopt_batch.reuse import predict
+
+from ..options import add_method, add_profile
+
+DEFAULT_PROFILE = "nvidia_gl"
 
 
 def add_parser(subparsers):
@@ -33,11 +38,8 @@ def add_parser(subparsers):
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file: .obj, .ply, .glb or .gltf")
-    p.add_argument("--method", "-m", default="batch",
-                   help="batch (default), hoppe, tipsify, kcache, forsyth, or another registered method")
-    p.add_argument("--profile", "-p", default="nvidia_gl",
-                   help="target GPU profile (default nvidia_gl): nvidia_gl, nvidia_dx, amd, intel, "
-                   "llvmpipe, fifo:N, lru:N, a profile JSON file")
+    add_method(p, multiple=False, default_help=DEFAULT_METHOD)
+    add_profile(p, multiple=False, default_help=DEFAULT_PROFILE)
     p.add_argument("--no-distance", action="store_true",
                    help="batch: the faster variant without the face-distance term D (k_v = k_n = -3)")
     p.add_argument("--keep-16bit-boundaries", action="store_true",
@@ -51,62 +53,41 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
-def _totals(meshes, triangles_list, profile) -> dict:
+def _totals(meshes, profile) -> dict:
     inv = batches = tris = verts = 0
-    for mesh, t in zip(meshes, triangles_list):
-        pred = predict(t, profile, vertex_count=mesh.vertex_count)
+    for mesh in meshes:
+        pred = predict(mesh.triangles, mesh.vertex_count, profile=profile)
         inv += pred.invocations
         batches += pred.batches
         tris += pred.triangles
         verts += pred.vertices
     asr = inv / tris if tris else 0.0
-    return {"profile": get_profile(profile).name, "invocations": inv, "asr": asr, "acmr": asr,
+    return {"profile": profile.name, "invocations": inv, "asr": asr, "acmr": asr,
             "atvr": inv / verts if verts else 0.0, "batches": batches}
 
 
-def optimize_mesh(mesh, method: str = "batch", profile="nvidia_gl", **batch_options):
-    """Optimize one :class:`~meshopt_batch.mesh.Mesh`; returns ``(new_mesh, info)``.
-
-    ``batch_options`` go to :func:`~meshopt_batch.optimizers.batch.optimize_batch`
-    (``use_distance``, ``fix_16bit``, ``queue``, ``lookahead``...).
-    """
-    prof = get_profile(profile)
-    tris = np.asarray(mesh.triangles)
+def optimize_one(mesh, method, profile, **params):
+    """Optimize one :class:`~meshopt_batch.mesh.Mesh`; returns ``(new_mesh, info)``."""
+    result = optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile, **params)
+    out = result.apply(mesh)
     info = {"name": mesh.name, "triangles": mesh.triangle_count, "vertices_before": mesh.vertex_count}
-    if method == "batch":
-        from meshopt_batch.optimizers.batch import optimize_batch
-
-        res = optimize_batch(tris, mesh.vertex_count, profile=prof, **batch_options)
-        new_tris, remap = res.triangles, res.vertex_remap
-        info["vertex_copies"] = int(res.stats.get("vertex_copies", 0))
-        info["renumbered"] = bool(res.stats.get("renumbered", False))
-    else:
-        from meshopt_batch.optimizers import optimize_result
-
-        res = optimize_result(tris, mesh.vertex_count, method=method, profile=prof)
-        new_tris, remap = res.triangles, res.vertex_remap
-    if remap is None or (len(remap) == mesh.vertex_count and np.array_equal(remap, np.arange(mesh.vertex_count))):
-        out = mesh.with_triangles(new_tris)
-    else:
-        out = mesh.with_vertices(np.asarray(remap, np.int64), new_tris)
+    if method.name == "batch":
+        info["vertex_copies"] = int(result.stats.get("vertex_copies", 0))
+        info["renumbered"] = bool(result.stats.get("renumbered", False))
     info["vertices_after"] = out.vertex_count
     return out, info
 
 
 def run(args) -> int:
-    from meshopt_batch.io import load_meshes, save_mesh
-    from meshopt_batch.optimizers import method_info
-
-    prof = get_profile(args.profile)
-    method_info(args.method)
+    method = get_method(args.method or DEFAULT_METHOD)
+    prof = get_profile(args.profile or DEFAULT_PROFILE)
     out_path = Path(args.output)
     src_path = Path(args.mesh)
     if out_path.suffix.lower() not in (".obj", ".ply", ".glb", ".gltf"):
         raise MeshoptBatchError(f"{out_path}: cannot write {out_path.suffix or '(no extension)'!r}; "
                                 "use .obj, .ply, .glb or .gltf")
-    meshes = load_meshes(src_path)
     options = {}
-    if args.method == "batch":
+    if method.name == "batch":
         options = {"use_distance": not args.no_distance, "queue": args.queue}
         if args.keep_16bit_boundaries:
             options["fix_16bit"] = False
@@ -116,17 +97,18 @@ def run(args) -> int:
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
+    meshes = load_meshes(src_path)
     t0 = time.perf_counter()
-    results = [optimize_mesh(m, args.method, prof, **options) for m in meshes]
+    results = [optimize_one(m, method, prof, **options) for m in meshes]
     seconds = time.perf_counter() - t0
     new_meshes = [r[0] for r in results]
-    before = _totals(meshes, [m.triangles for m in meshes], prof)
-    after = _totals(new_meshes, [m.triangles for m in new_meshes], prof)
+    before = _totals(meshes, prof)
+    after = _totals(new_meshes, prof)
     source = src_path if (src_path.suffix.lower() in (".glb", ".gltf")
                           and out_path.suffix.lower() in (".glb", ".gltf")) else None
     save_mesh(new_meshes if len(new_meshes) > 1 else new_meshes[0], out_path, source=source)
     out = {
-        "mesh": str(src_path), "output": str(out_path), "method": args.method, "profile": prof.name,
+        "mesh": str(src_path), "output": str(out_path), "method": method.name, "profile": prof.name,
         "triangles": sum(m.triangle_count for m in meshes),
         "vertices_before": sum(m.vertex_count for m in meshes),
         "vertices_after": sum(m.vertex_count for m in new_meshes),
@@ -136,8 +118,8 @@ def run(args) -> int:
         m.vertex_count > (1 << 16) for m in meshes + new_meshes)
     if sixteen:
         p16 = prof.with_16bit_boundaries(True)
-        out["before_16bit"] = _totals(meshes, [m.triangles for m in meshes], p16)
-        out["after_16bit"] = _totals(new_meshes, [m.triangles for m in new_meshes], p16)
+        out["before_16bit"] = _totals(meshes, p16)
+        out["after_16bit"] = _totals(new_meshes, p16)
     if len(meshes) > 1 or args.json:
         out["primitives"] = [info for _, info in results]
     if args.json:
@@ -145,7 +127,7 @@ def run(args) -> int:
         return 0
     print(f"{src_path}: {out['triangles']} triangles, {out['vertices_before']} vertices"
           + (f" in {len(meshes)} index buffers" if len(meshes) > 1 else ""))
-    print(f"method {args.method}, profile {prof.name}: optimized in {seconds:.2f} s")
+    print(f"method {method.name}, profile {prof.name}: optimized in {seconds:.2f} s")
     print(f"{'':<8}{'invocations':>12}{'ASR':>8}{'ATVR':>8}{'batches':>9}")
     for label, r in (("before", before), ("after", after)):
         print(f"{label:<8}{r['invocations']:>12}{r['asr']:>8.3f}{r['atvr']:>8.3f}{r['batches']:>9}")

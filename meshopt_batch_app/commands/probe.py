@@ -8,12 +8,17 @@ paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.files import atomic_write
+from meshopt_batch.profiles import builtin_profile_names, get_profile
+from meshopt_batch.reuse import predict
+
+from ..options import add_profile, split_values
 
 
 def add_parser(subparsers):
@@ -25,8 +30,7 @@ def add_parser(subparsers):
         "experiments of paper 001 sec. 3.3; --fit turns them into a profile and checks it.",
     )
     p.add_argument("mesh", nargs="?", help="mesh to measure (OBJ, PLY, OFF, STL, glTF, GLB)")
-    p.add_argument("--profile", "-p", action="append", dest="profiles", metavar="P",
-                   help="profile to compare (repeatable; default: every built-in profile)")
+    add_profile(p, multiple=True, default_help="every built-in profile")
     p.add_argument("--experiments", action="store_true",
                    help="run the sec. 3.3 experiments and report their step positions")
     p.add_argument("--fit", action="store_true",
@@ -46,26 +50,7 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
-def _atomic_write(path: str, text: str) -> None:
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise MeshoptBatchError(f"{path}: directory {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _index_dtype(choice, draw):
-    import numpy as np
-
     if choice == "uint16":
         if draw.vertex_count > 65536:
             raise MeshoptBatchError(f"{draw.name}: {draw.vertex_count} vertices do not fit "
@@ -78,11 +63,9 @@ def _index_dtype(choice, draw):
 
 def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
     """Measure every draw of ``path`` and predict it with ``profiles``."""
-    from gpu_probe.corpus import load_draws
-    from gpu_probe.invocations import measure_invocations
-
-    from meshopt_batch.profiles import get_profile
-    from meshopt_batch.reuse import predict
+    from gpu_probe.corpus import load_draws  # lazy: the probe loads only for this command
+    from gpu_probe.invocations import measure_invocations  # lazy: as above
+    from gpu_probe.waves import capture_waves  # lazy: as above
 
     draws = load_draws(path)
     profs = [get_profile(p) for p in profiles]
@@ -93,8 +76,6 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
     agree = True
     wave_info = []
     for d in draws:
-        import numpy as np
-
         tri = np.array(d.triangles, dtype=np.uint32)
         m = measure_invocations(tri, d.vertex_count, _index_dtype(index_type, d))
         meas.append(m)
@@ -108,13 +89,11 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
                "index_type": m.index_type, "invocations": m.invocations, "asr": m.asr,
                "method": m.method, "seconds": round(m.seconds, 4)}
         for p in profs:
-            inv = predict(tri, p, d.vertex_count).invocations
+            inv = predict(tri, d.vertex_count, profile=p).invocations
             preds[p.name] += inv
             row.setdefault("predicted", {})[p.name] = int(inv)
         per_draw.append(row)
         if waves:
-            from gpu_probe.waves import capture_waves
-
             w = capture_waves(tri, d.vertex_count, _index_dtype(index_type, d))
             wave_info.append({"draw": d.name, **w.to_dict(limit=16)})
     T = tot["triangles"]
@@ -146,9 +125,10 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
 
 
 def run(args) -> int:
-    from gpu_probe.context import gl_info
-
-    from meshopt_batch.profiles import builtin_profile_names, get_profile
+    from gpu_probe.context import gl_info  # lazy: the probe loads only for this command
+    from gpu_probe.experiments import run_experiments  # lazy: as above
+    from gpu_probe.fit import fit  # lazy: as above
+    from gpu_probe.waves import subgroup_support  # lazy: as above
 
     t0 = time.perf_counter()
     if args.save_profile:
@@ -157,7 +137,7 @@ def run(args) -> int:
         args.experiments = True
     if args.raw and not args.experiments:
         raise MeshoptBatchError("--raw needs --experiments or --fit")
-    profiles = args.profiles or builtin_profile_names()
+    profiles = split_values(args.profile) or builtin_profile_names()
     for spec in profiles:
         get_profile(spec)
     if args.mesh and not Path(args.mesh).exists():
@@ -169,8 +149,6 @@ def run(args) -> int:
         out.update(probe_mesh(args.mesh, profiles, args.index_type, args.waves))
     suite = None
     if args.experiments:
-        from gpu_probe.experiments import run_experiments
-
         suite = run_experiments()
         out["experiments"] = {
             name: {"steps": e.steps[:32], "derived": e.derived, "draws": len(e.totals),
@@ -179,8 +157,6 @@ def run(args) -> int:
         }
         out["experiments_seconds"] = round(suite.seconds, 3)
     if args.fit:
-        from gpu_probe.fit import fit
-
         meshes = [args.mesh] if args.mesh else []
         res = fit(suite, name=args.name, meshes=meshes)
         out["fitted_profile"] = res.profile.to_dict()
@@ -191,12 +167,10 @@ def run(args) -> int:
                       "verification": (res.verification.summary()
                                        if res.verification is not None else None)}
     if args.raw:
-        _atomic_write(args.raw, json.dumps(suite.to_dict()) + "\n")
+        atomic_write(args.raw, json.dumps(suite.to_dict()) + "\n")
     if args.save_profile:
-        _atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
+        atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
     if not args.mesh and not args.experiments:
-        from gpu_probe.waves import subgroup_support
-
         route, reason = subgroup_support()
         out["subgroups"] = {"supported": route is not None, "extension": route or "",
                             "reason": reason}

@@ -15,10 +15,16 @@ the files appear only when the whole run succeeded.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.files import atomic_path
+
+from ..options import add_method, add_profile, add_technique, deprecated_alias, split_values
+
+#: The vertex-reuse profile of the geometry stage when none is given (Mali-like FIFO).
+DEFAULT_PROFILE = "fifo:16"
 
 
 def add_parser(subparsers):
@@ -28,14 +34,12 @@ def add_parser(subparsers):
         "frame by frame on the TBR pipeline model and count the work of each technique.",
     )
     p.add_argument("scene", nargs="?", help="shipped scene name (see --list), scene .json, or .glb/.gltf")
-    p.add_argument("--techniques", "-t", nargs="+", metavar="T", default=None,
-                   help="techniques (space or comma separated; default: baseline). See --list")
+    add_technique(p)
     p.add_argument("--frames", "-n", type=int, default=None, help="frames to run (default: the scene's)")
     p.add_argument("--first-frame", type=int, default=0, help="first frame number (default 0)")
-    p.add_argument("--optimizer", "-m", default=None, metavar="METHOD",
-                   help="mesh optimizer applied to every index buffer (forsyth, tipsify, batch, ...)")
-    p.add_argument("--profile", "-p", default=None, metavar="P",
-                   help="vertex-reuse profile for the vertex-shader count (default fifo:16, Mali-like)")
+    add_method(p, multiple=False, default_help="none (each mesh's own order); applied to every index buffer")
+    deprecated_alias(p, "--optimizer", "method", "--method", nargs=None, store="store", metavar="M")
+    add_profile(p, multiple=False, default_help=f"{DEFAULT_PROFILE} (Mali-like); for the vertex-shader count")
     p.add_argument("--width", type=int, default=None, help="screen width (default: the scene's, 1196)")
     p.add_argument("--height", type=int, default=None, help="screen height (default: the scene's, 768)")
     p.add_argument("--tile", type=int, default=16, help="tile size in pixels (default 16)")
@@ -54,16 +58,9 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
-def _techniques(values) -> list[str]:
-    out: list[str] = []
-    for v in values or ["baseline"]:
-        out += [t.strip() for t in v.split(",") if t.strip()]
-    return out
-
-
 def _list(args) -> int:
-    from pipeline_model.scene import load_scene, shipped_scenes
-    from pipeline_model.techniques import available
+    from pipeline_model.scene import load_scene, shipped_scenes  # lazy: the pipeline model loads only here
+    from pipeline_model.techniques import available  # lazy: as above
 
     scenes = []
     for name in shipped_scenes():
@@ -81,27 +78,12 @@ def _list(args) -> int:
     return 0
 
 
-def _write_csv(df, path: str) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent or Path(".")))
-    os.close(fd)
-    try:
-        df.to_csv(tmp, index=False)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run(args) -> int:
-    from meshopt_batch.errors import MeshoptBatchError
-
     if args.list:
         return _list(args)
     if not args.scene:
         raise MeshoptBatchError("simulate: give a SCENE (a shipped scene name, a scene file) or --list")
-    from pipeline_model.geometry import DEFAULT_PROFILE
-    from pipeline_model.pipeline import simulate
+    from pipeline_model.pipeline import simulate  # lazy: the pipeline model loads only here
 
     if args.frames is not None and args.frames < 1:
         raise MeshoptBatchError("--frames must be at least 1")
@@ -109,15 +91,21 @@ def run(args) -> int:
         parent = Path(args.csv).parent
         if str(parent) and not parent.is_dir():
             raise MeshoptBatchError(f"--csv {args.csv}: folder {parent} does not exist")
+    checks = []
+    if args.check_gl:
+        from ..glcheck import GLFrameCheck  # lazy: loads the GPU probe, only with --check-gl
+
+        checks.append(GLFrameCheck())
     result = simulate(
-        args.scene, _techniques(args.techniques), frames=args.frames, first_frame=args.first_frame,
-        optimizer=args.optimizer, profile=args.profile or DEFAULT_PROFILE, width=args.width,
-        height=args.height, tile=args.tile, costs=args.costs, images_dir=args.images,
-        check_gl=args.check_gl, check_images=args.verify,
+        args.scene, split_values(args.technique) or ["baseline"], frames=args.frames,
+        first_frame=args.first_frame, method=args.method, profile=args.profile or DEFAULT_PROFILE,
+        width=args.width, height=args.height, tile=args.tile, costs=args.costs, images_dir=args.images,
+        frame_checks=checks, check_images=args.verify,
         progress=False if args.no_progress else None,
     )
     if args.csv:
-        _write_csv(result.per_frame, args.csv)
+        with atomic_path(args.csv) as tmp:
+            result.per_frame.to_csv(tmp, index=False)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
@@ -170,13 +158,14 @@ def _print_human(result) -> None:
         if extras:
             print("          " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                            for k, v in extras.items()), file=out)
-    if result.gl_check is not None:
-        frames = result.gl_check["frames"]
+    gl_check = result.checks.get("gl_check")
+    if gl_check is not None:
+        frames = gl_check["frames"]
         cov = sum(int(f.get("coverage_diff_pixels", 0)) for f in frames)
         sh = sum(int(f.get("shaded_diff_pixels", 0)) for f in frames)
         tm = sum(int(f.get("shaded_total_model", 0)) for f in frames)
         tg = sum(int(f.get("shaded_total_gl", 0)) for f in frames)
-        print(f"GL check ({result.gl_check['renderer']}): {len(frames)} frames, coverage differs on {cov} "
+        print(f"GL check ({gl_check['renderer']}): {len(frames)} frames, coverage differs on {cov} "
               f"pixels, shaded count on {sh} pixels, shaded total model {tm:,} vs GL {tg:,}", file=out)
         for f in frames:
             for why in f.get("explanations", []) or []:

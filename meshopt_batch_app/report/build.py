@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .document import Section, Table, _atomic_write, write_report
+from meshopt_batch.files import atomic_write
+
+from . import anchors, compare_section, glcheck_section, probe_section, simulate_section
+from .document import Section, Table, write_report
 from .scope import Scope, collect_meshes, make_workdir, progress_bar
 
 SECTION_ANCHORS = ("overview", "compare", "probe", "simulate", "glcheck", "anchors")
@@ -26,8 +29,6 @@ def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = No
     Returns ``{"html", "markdown", "figures", "seconds", "stages"}``; nothing is written
     before every stage has finished.
     """
-    from . import anchors, compare_section, glcheck_section, probe_section, simulate_section
-
     t_start = time.perf_counter()
 
     def bar(total, desc):
@@ -82,13 +83,13 @@ def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = No
         sections = [overview, sec_cmp, sec_probe, sec_sim, sec_gl, sec_anchor]
         written = write_report(sections, out_dir, "meshopt-batch report", _preamble())
         for name, frame in tables.items():
-            _atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
+            atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
         written["data"] = [Path(out_dir) / name for name in tables]
         mesh_dir = Path(out_dir) / "meshes"
         mesh_dir.mkdir(exist_ok=True)
         for m in meshes:
             if m.procedural:
-                _atomic_write(mesh_dir / m.path.name, m.path.read_bytes())
+                atomic_write(mesh_dir / m.path.name, m.path.read_bytes())
     written["seconds"] = time.perf_counter() - t_start
     written["stages"] = stages
     return written

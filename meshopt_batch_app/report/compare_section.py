@@ -12,6 +12,10 @@ import time
 import numpy as np
 import pandas as pd
 
+from meshopt_batch.compare import compare, default_methods
+from meshopt_batch.optimizers import get_method, optimize
+from meshopt_batch.profiles import builtin_profile_names
+
 from .document import Figure, Section, Table
 from .figures import grouped_bars, new_figure, plot_mesh_batches
 
@@ -19,17 +23,9 @@ from .figures import grouped_bars, new_figure, plot_mesh_batches
 def run_compare(meshes, scope, progress=None) -> dict:
     """:func:`meshopt_batch.compare.compare` on the report's mesh files, every profile and method."""
     t0 = time.perf_counter()
-    try:
-        from meshopt_batch.compare import compare, default_methods
-        from meshopt_batch.optimizers import METHODS, method_info
-    except ImportError as exc:
-        return {"available": False, "reason": f"meshopt_batch.compare is not importable ({exc})",
-                "seconds": time.perf_counter() - t0}
-    from meshopt_batch.profiles import builtin_profile_names
-
     profiles = list(scope.compare_profiles or builtin_profile_names())
     methods = default_methods()
-    runs = sum(len(profiles) if method_info(m).uses_profile else 1 for m in methods if m in METHODS)
+    runs = sum(len(profiles) if get_method(m).uses_profile else 1 for m in methods)
     bar = progress(len(meshes) * runs, "compare") if progress else None
 
     def tick(msg):
@@ -53,7 +49,7 @@ def compare_section(data: dict, meshes) -> tuple[Section, pd.DataFrame | None]:
         return sec, None
     result = data["result"]
     sec.commands = [f"meshopt-batch compare {' '.join(m.shown for m in meshes)} "
-                    f"--profiles {' '.join(data['profiles'])}"]
+                    f"--profile {','.join(data['profiles'])}"]
     sec.paragraphs.append(
         f"{len(result.meshes)} meshes, each optimized once by every method ({', '.join(result.methods[1:])}; "
         "the batch optimizer once per profile, for the profile it is evaluated on), then evaluated with "
@@ -109,11 +105,6 @@ def _asr_bars(sec, df):
 
 def _batch_picture(sec, meshes):
     """Paper 001 Fig. 3: the bunny (or the largest mesh) coloured by batch, before and after."""
-    try:
-        from meshopt_batch.optimizers import optimize_result
-    except ImportError as exc:
-        sec.paragraphs.append(f"The batch picture needs meshopt_batch.optimizers ({exc}).")
-        return
     pick = next((m for m in meshes if m.name == "bunny"), None)
     if pick is None:
         pick = max(meshes, key=lambda m: m.mesh.triangle_count)
@@ -121,7 +112,7 @@ def _batch_picture(sec, meshes):
     fig, axes = new_figure(1, 2, 10, 5)
     _, before = plot_mesh_batches(mesh.positions, mesh.triangles, "nvidia_gl", ax=axes[0],
                                   title=f"{pick.name}, original order")
-    res = optimize_result(mesh.triangles, mesh.vertex_count, method="batch", profile="nvidia_gl")
+    res = optimize(mesh.triangles, mesh.vertex_count, method="batch", profile="nvidia_gl")
     # the 16-bit boundary fix may append vertex copies: draw them where their source lies
     pos = mesh.positions if res.vertex_remap is None else mesh.positions[res.vertex_remap]
     _, after = plot_mesh_batches(pos, res.triangles, "nvidia_gl", ax=axes[1],

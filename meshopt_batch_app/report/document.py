@@ -18,6 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from meshopt_batch.files import atomic_write
+
+from .figures import plt  # the report's matplotlib, with the Agg backend set
+
 
 @dataclass
 class Figure:
@@ -34,8 +38,6 @@ class Figure:
 
     def png_bytes(self) -> bytes:
         if self.png is None:
-            import matplotlib.pyplot as plt
-
             buf = io.BytesIO()
             self.figure.savefig(buf, format="png", dpi=110, bbox_inches="tight")
             plt.close(self.figure)
@@ -132,7 +134,7 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
         for fig in section.figures:
             data = fig.png_bytes()
             path = out / f"{fig.name}.png"
-            _atomic_write(path, data)
+            atomic_write(path, data)
             written.append(path)
             md += [f"![{fig.name}]({fig.name}.png)", "", fig.caption, ""]
             b64 = base64.b64encode(data).decode("ascii")
@@ -141,26 +143,6 @@ def write_report(sections: list[Section], out_dir: "str | Path", title: str, pre
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + html.escape(title)
             + f"</title><style>{_CSS}</style></head><body>" + "\n".join(body) + "</body></html>")
     html_path, md_path = out / "index.html", out / "report.md"
-    _atomic_write(html_path, page.encode())
-    _atomic_write(md_path, "\n".join(md).encode())
+    atomic_write(html_path, page.encode())
+    atomic_write(md_path, "\n".join(md).encode())
     return {"html": html_path, "markdown": md_path, "figures": written}
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, data: bytes):
-    """Write ``path`` complete or not at all, with the permissions a plain ``open`` would give."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

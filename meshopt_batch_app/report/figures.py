@@ -26,7 +26,7 @@ def plot_mesh_batches(positions, triangles, profile="nvidia_gl", ax=None, title=
     batch shapes as in paper 001 Fig. 3.
     """
     tris = np.asarray(triangles, dtype=np.int64)
-    pred = predict(tris, profile, vertex_count=len(positions), return_batches=True)
+    pred = predict(tris, profile=profile, vertex_count=len(positions), return_batches=True)
     batch = np.zeros(len(tris), np.int64)
     batch[pred.batch_starts[1:]] = 1
     batch = np.cumsum(batch)

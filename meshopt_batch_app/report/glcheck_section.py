@@ -1,8 +1,9 @@
 """Report section 4: the model's raster held against the local OpenGL, frame by frame.
 
-The numbers are the ``gl_check`` record that :func:`pipeline_model.pipeline.simulate` keeps with
-``check_gl=True`` (``meshopt-batch simulate SCENE --check-gl``), i.e.
-:func:`gpu_probe.gl_reference.check_frame_against_gl` on every frame of the scenes' own-order runs.
+The numbers are the ``gl_check`` record that :func:`pipeline_model.pipeline.simulate` keeps when
+the application passes :class:`meshopt_batch_app.glcheck.GLFrameCheck` (``meshopt-batch simulate
+SCENE --check-gl``), i.e. :func:`meshopt_batch_app.glcheck.check_frame_against_gl` on every frame
+of the scenes' own-order runs.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from .figures import new_figure
 def gl_table(sim: dict, order: str) -> pd.DataFrame:
     rows = []
     for (scene, o), res in sim["runs"].items():
-        if o != order or res.gl_check is None:
+        gl_check = res.checks.get("gl_check")
+        if o != order or gl_check is None:
             continue
-        frames = res.gl_check["frames"]
+        frames = gl_check["frames"]
         reasons: dict[str, int] = {}
         for f in frames:
             for k, v in (f.get("reasons") or {}).items():
@@ -27,7 +29,7 @@ def gl_table(sim: dict, order: str) -> pd.DataFrame:
         tm = sum(int(f["shaded_total_model"]) for f in frames)
         tg = sum(int(f["shaded_total_gl"]) for f in frames)
         rows.append({
-            "scene": scene, "renderer": res.gl_check["renderer"], "frames": len(frames),
+            "scene": scene, "renderer": gl_check["renderer"], "frames": len(frames),
             "coverage diff. pixels": sum(int(f["coverage_diff_pixels"]) for f in frames),
             "shaded diff. pixels": sum(int(f["shaded_diff_pixels"]) for f in frames),
             "shaded (model)": tm, "shaded (GL)": tg,

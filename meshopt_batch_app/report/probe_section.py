@@ -14,6 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpu_probe.accuracy import accuracy_table, plot_accuracy
+from gpu_probe.context import INSTALL_HINT, gl_info
+from gpu_probe.experiments import run_experiments
+from gpu_probe.fit import fit
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import builtin_profile_names
+
 from .document import Figure, Section, Table
 from .figures import new_figure
 
@@ -34,25 +41,12 @@ CACHE_SIZES = (8, 16, 32, 64, 128, 256)
 
 def run_probe(meshes, scope, workdir: Path, progress=None) -> dict:
     """Measure this machine's GPU; ``{"available": False, "reason": ...}`` without OpenGL."""
-    from meshopt_batch.errors import MeshoptBatchError
-
     t0 = time.perf_counter()
     try:
-        from gpu_probe.context import INSTALL_HINT, gl_info
-
         info = gl_info()
-    except ImportError as exc:                      # moderngl itself missing
-        return {"available": False, "reason": f"moderngl is not installed ({exc})",
-                "hint": "pip install moderngl", "seconds": time.perf_counter() - t0}
     except MeshoptBatchError as exc:
         return {"available": False, "reason": str(exc), "hint": INSTALL_HINT,
                 "seconds": time.perf_counter() - t0}
-    from gpu_probe.accuracy import accuracy_table
-    from gpu_probe.experiments import run_experiments
-    from gpu_probe.fit import fit
-
-    from meshopt_batch.profiles import builtin_profile_names
-
     steps = ["experiments", "fit"] + [m.name for m in meshes]
     bar = progress(len(steps), "probe") if progress else None
 
@@ -78,8 +72,6 @@ def run_probe(meshes, scope, workdir: Path, progress=None) -> dict:
     acc = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     acc_png = None
     if len(acc):
-        from gpu_probe.accuracy import plot_accuracy
-
         acc_png = plot_accuracy(acc, workdir / "accuracy.png").read_bytes()
     return {"available": True, "info": info, "suite": suite, "fit": res, "accuracy": acc,
             "accuracy_png": acc_png, "fitted_path": fitted_path,

@@ -1,4 +1,4 @@
-"""What a report covers: meshes, scenes, frames, resolution (full, ``--quick`` and a test scope).
+"""What a report covers: meshes, scenes, frames, resolution (``--scope full``, ``quick`` and ``smoke``).
 
 The scope only chooses inputs and sizes; every number in the report is computed by the
 library's own public functions (``compare``, ``gpu_probe``, ``simulate``), so each section can
@@ -12,7 +12,11 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import meshes as procedural
+from meshes import MESH_SUFFIXES
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.io import load_mesh, save_mesh
+from tqdm import tqdm
 
 #: Triangle orders of the end-to-end matrix: the mesh's own, Forsyth (TomF), paper 001's batch.
 ORDERS = ("original", "forsyth", "batch")
@@ -52,11 +56,12 @@ class Scope:
     def command(self, out_dir) -> str:
         """The ``meshopt-batch report`` command line that runs this scope."""
         parts = [f"meshopt-batch report --out {out_dir}"]
-        parts.append({"quick": "--quick", "smoke": "--scope smoke"}.get(self.name, ""))
+        if self.name != "full":
+            parts.append(f"--scope {self.name}")
         if self.mesh_paths:
-            parts.append("--meshes " + " ".join(str(p) for p in self.mesh_paths))
+            parts.append("--mesh " + ",".join(str(p) for p in self.mesh_paths))
         if self.scenes:
-            parts.append("--scenes " + " ".join(self.scenes))
+            parts.append("--scene " + ",".join(self.scenes))
         if self.frames != SCOPES[self.name].frames:
             parts.append(f"--frames {self.frames}")
         return " ".join(p for p in parts if p)
@@ -85,7 +90,7 @@ SCOPES = {
 
 
 def get_scope(name: str, meshes=None, scenes=None, frames=None) -> Scope:
-    """The named scope with the command line's ``--meshes`` / ``--scenes`` / ``--frames``."""
+    """The named scope with the command line's ``--mesh`` / ``--scene`` / ``--frames``."""
     try:
         scope = SCOPES[name]
     except KeyError:
@@ -95,8 +100,6 @@ def get_scope(name: str, meshes=None, scenes=None, frames=None) -> Scope:
         for m in meshes:
             p = Path(m)
             if p.is_dir():
-                from meshes import MESH_SUFFIXES
-
                 found = sorted(q for q in p.iterdir() if q.is_file() and q.suffix.lower() in MESH_SUFFIXES)
                 if not found:
                     raise MeshoptBatchError(f"{p}: no mesh files ({', '.join(MESH_SUFFIXES)}) in this folder")
@@ -138,10 +141,6 @@ def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[s
 
     Returns the meshes and notes on what was left out (missing folder, too many triangles).
     """
-    import meshes as procedural
-
-    from meshopt_batch.io import load_mesh, save_mesh
-
     out: list[MeshInput] = []
     notes: list[str] = []
     for gen, args in scope.procedural:
@@ -154,7 +153,7 @@ def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[s
         shared = procedural.shared_meshes()
         if not shared:
             notes.append(f"no shared meshes found in {procedural.shared_meshes_dir()} (set "
-                         "$MESHOPT_BATCH_SHARED_MESHES or pass --meshes): only procedural meshes")
+                         "$MESHOPT_BATCH_SHARED_MESHES or pass --mesh): only procedural meshes")
         if scope.shared == "bunny":
             shared = [p for p in shared if p.stem == "bunny"]
         files += shared
@@ -163,7 +162,7 @@ def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[s
         if (scope.max_shared_triangles is not None and not scope.mesh_paths
                 and mesh.triangle_count > scope.max_shared_triangles):
             notes.append(f"{path.name} left out: {mesh.triangle_count:,} triangles is above this "
-                         f"scope's {scope.max_shared_triangles:,} (pass it with --meshes to include it)")
+                         f"scope's {scope.max_shared_triangles:,} (pass it with --mesh to include it)")
             continue
         out.append(MeshInput(Path(path).stem, mesh, Path(path)))
     return out, notes
@@ -175,7 +174,5 @@ def make_workdir() -> tempfile.TemporaryDirectory:
 
 def progress_bar(total: int, desc: str, enabled: bool | None = None):
     """A tqdm bar on stderr (``enabled=None``: only when stderr is a terminal)."""
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True,
                 disable=(None if enabled is None else not enabled))

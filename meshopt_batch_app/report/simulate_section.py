@@ -14,7 +14,15 @@ import time
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
+from matplotlib.ticker import MaxNLocator
 
+from gpu_probe.gl_reference import gl_available
+from pipeline_model.pipeline import simulate
+from pipeline_model.scene import shipped_scenes
+from pipeline_model.techniques import Technique, available, create
+
+from ..glcheck import GLFrameCheck
+from .anchors import BAR_REFERENCES
 from .document import Figure, Section, Table
 from .figures import grouped_bars, new_figure, tile_overlay
 
@@ -24,14 +32,14 @@ RATE_TECHNIQUES = ("dsr", "evr+dsr")
 RATE_LABELS = ("1", "1/4", "1/16", "1/64", "1/256")
 
 
-class _Recorder:
+class _Recorder(Technique):
     """Wraps a technique: same hooks and results, plus a copy of every frame's request."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: Technique):
         self.inner = inner
         self.name = inner.name
-        self.exact = getattr(inner, "exact", True)
-        self.aggregate = getattr(inner, "aggregate", {})
+        self.exact = inner.exact
+        self.aggregate = inner.aggregate
         self.requests: dict[int, dict] = {}
 
     def reset(self):
@@ -39,18 +47,9 @@ class _Recorder:
         self.inner.reset()
 
     def run(self, ctx):
-        run = getattr(self.inner, "run", None)
-        if callable(run):
-            req, res = run(ctx)
-        else:
-            req = self.inner.begin_frame(ctx)
-            res = ctx.render(req)
-        rec = {}
-        for key in ("skip", "rate"):
-            v = getattr(req, key, None)
-            if v is not None:
-                rec[key] = np.array(v, copy=True)
-        self.requests[ctx.index] = rec
+        req, res = self.inner.run(ctx)
+        self.requests[ctx.index] = {key: np.array(v, copy=True) for key in ("skip", "rate")
+                                    if (v := getattr(req, key)) is not None}
         return req, res
 
     def end_frame(self, ctx, result):
@@ -67,8 +66,8 @@ def _command(scene, scope, order, techniques, check_gl=False) -> str:
     if scope.size:
         parts.append(f"--width {scope.size[0]} --height {scope.size[1]}")
     if order != "original":
-        parts.append(f"--optimizer {order}")
-    parts.append("--techniques " + ",".join(techniques))
+        parts.append(f"--method {order}")
+    parts.append("--technique " + ",".join(techniques))
     if check_gl:
         parts.append("--check-gl")
     return " ".join(parts)
@@ -76,23 +75,13 @@ def _command(scene, scope, order, techniques, check_gl=False) -> str:
 
 def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
     """Run the matrix; returns runs, recorded maps, errors, timings and the commands."""
-    from pipeline_model.pipeline import simulate
-    from pipeline_model.scene import shipped_scenes
-    from pipeline_model.techniques import available, create
-
     t0 = time.perf_counter()
     scenes = list(scope.scenes or shipped_scenes())
     techniques = available()
     width, height = scope.size if scope.size else (None, None)
     gl_reason = None
-    if check_gl:
-        try:
-            from gpu_probe.gl_reference import gl_available
-
-            if not gl_available():
-                gl_reason = "no OpenGL context can be created here"
-        except ImportError as exc:
-            gl_reason = f"gpu_probe.gl_reference is not importable ({exc})"
+    if check_gl and not gl_available():
+        gl_reason = "no OpenGL context can be created here"
     jobs = [(scene, order) for order in scope.orders for scene in scenes]
     bar = progress(len(jobs), "simulate") if progress else None
     runs, errors, maps, commands = {}, {}, {}, []
@@ -110,9 +99,10 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
 
         do_gl = first and check_gl and gl_reason is None
         try:
-            res = simulate(scene, techs, frames=scope.frames, optimizer=None if order == "original" else order,
+            res = simulate(scene, techs, frames=scope.frames, method=None if order == "original" else order,
                            width=width, height=height, progress=False,
-                           image_callback=keep_last if first else None, check_gl=do_gl)
+                           image_callback=keep_last if first else None,
+                           frame_checks=[GLFrameCheck()] if do_gl else [])
         except Exception as exc:  # noqa: BLE001 - one failing cell must not lose the report
             errors[(scene, order)] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             if bar is not None:
@@ -131,7 +121,7 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
     if bar is not None:
         bar.close()
     if scope.orders[1:]:
-        commands.append("# the same with --optimizer " + " / --optimizer ".join(scope.orders[1:]))
+        commands.append("# the same with --method " + " / --method ".join(scope.orders[1:]))
     return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": techniques,
             "commands": commands, "gl_reason": gl_reason, "seconds": time.perf_counter() - t0}
 
@@ -213,13 +203,13 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
     for (scene, order), res in data["runs"].items():
         if order != first:
             continue
-        for tech, summ in getattr(res, "summaries", {}).items():
+        for tech, summ in res.summaries.items():
             after = (summ or {}).get("mssim_after_cut") or []
             if after:
                 cut_notes.append(f"{scene} {tech}: " + ", ".join(f"frame {int(f)} MSSIM {float(q):.3f}"
                                                                  for f, q in after))
     size_notes = {(summ or {}).get("dsr_params_note") for (_, order), res in data["runs"].items()
-                  if order == first for summ in getattr(res, "summaries", {}).values()} - {None}
+                  if order == first for summ in res.summaries.values()} - {None}
     for note in sorted(size_notes):
         sec.paragraphs.append(f"DSR at this scope's screen size: {note}; min MSSIM may fall below 0.95 here.")
     if cut_notes:
@@ -281,8 +271,6 @@ def _technique_bars(sec, own):
     grouped_bars(axes[2], own, "samples_per_pixel", "technique", "scene", groups=dsr_like, hues=scenes)
     axes[2].set_ylabel("samples per pixel")
     axes[2].set_title("sampling rate (DSR family)", fontsize=9)
-    from .anchors import BAR_REFERENCES
-
     for ax, col, groups in ((axes[0], "overshading_vs_baseline", techs), (axes[1], "tiles_skipped_pct", re_like),
                             (axes[2], "samples_per_pixel", dsr_like)):
         for i, t in enumerate(groups):
@@ -432,8 +420,6 @@ def _timelines(sec, data, first):
     runs = [(s, r) for (s, o), r in data["runs"].items() if o == first]
     if not runs:
         return
-    from matplotlib.ticker import MaxNLocator
-
     cols = 3 if len(runs) > 2 else len(runs)
     rows = -(-len(runs) // cols)
     fig, axes = new_figure(rows, cols, 4.6 * cols, 3.2 * rows)

@@ -1,4 +1,4 @@
-"""Techniques of the pipeline model and their registry (name -> "module:factory").
+"""Techniques of the pipeline model and their registry.
 
 A technique changes one stage of the frame (the triangle order per tile, which tiles are
 rendered, the sampling rate, the depth buffer's initial contents, an extra HSR pass...) and
@@ -8,121 +8,81 @@ interface is :class:`pipeline_model.techniques.base.Technique`; the frame loop i
 
 Registry
 --------
-Names are resolved lazily, so listing techniques imports nothing heavy:
-
-* :data:`REGISTRY` holds the built-in names (``baseline``, ``dr``, ``oracle``) and the names of
-  the frame-to-frame techniques of issue 7, each as ``"module:attribute"``;
-* a technique module may also declare ``TECHNIQUES = {"name": Class or factory, ...}``;
-  :func:`available` and :func:`get` scan the modules of this package for such tables when a
-  name is not in :data:`REGISTRY` (so a new module registers itself without editing this file);
-* :func:`register` adds a name at run time (a plug-in, a test).
-
-The attribute is a class or a factory called with the technique's keyword options; it returns
-an object with ``name``, ``reset()``, ``begin_frame(ctx)`` and ``end_frame(ctx, result)``.
+One table, :data:`REGISTRY`: a name maps to a ``"module:Class"`` target and the fixed options
+that make the named variant (``evr+re`` is ``EVR(re=True)``).  Modules are imported when a
+technique is created, so listing names imports nothing heavy.  A new technique is a module
+in this package plus one line here; a plug-in (or a test) adds its own with :func:`register`.
+Whatever a target builds must be a :class:`~pipeline_model.techniques.base.Technique`.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import pkgutil
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from meshopt_batch.errors import MeshoptBatchError
 
-__all__ = ["REGISTRY", "register", "available", "get", "create", "Technique", "RenderRequest"]
+from .base import RenderRequest, Technique
 
-#: Built-in names.  Entries whose module is missing are skipped by :func:`available`.
-REGISTRY: dict[str, str] = {
-    "baseline": "pipeline_model.techniques.baseline:Baseline",
-    "dr": "pipeline_model.techniques.deferred:DeferredRendering",
-    "oracle": "pipeline_model.techniques.oracle:Oracle",
+__all__ = ["REGISTRY", "RenderRequest", "Technique", "TechniqueEntry", "available", "create", "get",
+           "register"]
+
+
+@dataclass(frozen=True)
+class TechniqueEntry:
+    """How to build one named technique: ``target(**options, **user_options)``."""
+
+    target: Any                      # "package.module:Class" or a Technique subclass / factory
+    options: dict = field(default_factory=dict)
+
+    def factory(self):
+        if not isinstance(self.target, str):
+            return self.target
+        module_name, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+#: Every technique name, in the order :func:`available` lists them.
+REGISTRY: dict[str, TechniqueEntry] = {
+    "baseline": TechniqueEntry("pipeline_model.techniques.baseline:Baseline"),
+    "dr": TechniqueEntry("pipeline_model.techniques.deferred:DeferredRendering"),
+    "oracle": TechniqueEntry("pipeline_model.techniques.oracle:Oracle"),
+    "dsr": TechniqueEntry("pipeline_model.techniques.dsr:DSR"),
+    "evr": TechniqueEntry("pipeline_model.techniques.evr:EVR"),
+    "evr+dsr": TechniqueEntry("pipeline_model.techniques.evr:EVR", {"dsr": True}),
+    "evr+re": TechniqueEntry("pipeline_model.techniques.evr:EVR", {"re": True}),
+    "re": TechniqueEntry("pipeline_model.techniques.re:RE"),
+    "vro": TechniqueEntry("pipeline_model.techniques.vro:VRO"),
+    "vro+re": TechniqueEntry("pipeline_model.techniques.vro:VRO", {"re": True}),
 }
 
-_RUNTIME: dict[str, Any] = {}
-_SCANNED: dict[str, Any] | None = None
 
-
-def register(name: str, target: "str | Callable[..., Any]") -> None:
-    """Register a technique under ``name``: a ``"module:attr"`` string or a class/factory."""
-    _RUNTIME[name] = target
-
-
-def _scan() -> dict[str, Any]:
-    """``TECHNIQUES`` tables of this package's modules (imported once, on demand)."""
-    global _SCANNED
-    if _SCANNED is None:
-        found: dict[str, Any] = {}
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("_") or info.name == "base":
-                continue
-            try:
-                mod = importlib.import_module(f"{__name__}.{info.name}")
-            except Exception:  # noqa: BLE001 - a broken optional module must not hide the others
-                continue
-            table = getattr(mod, "TECHNIQUES", None)
-            if isinstance(table, dict):
-                for k, v in table.items():
-                    found.setdefault(str(k), v)
-        _SCANNED = found
-    return _SCANNED
-
-
-def _resolve(target: Any) -> Callable[..., Any]:
-    if isinstance(target, str):
-        mod, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(mod)
-        except ImportError as exc:
-            raise MeshoptBatchError(f"technique module {mod} unavailable ({exc})") from None
-        try:
-            return getattr(module, attr)
-        except AttributeError:
-            raise MeshoptBatchError(f"technique {target}: no attribute {attr!r}") from None
-    return target
-
-
-def _lookup(name: str) -> Any | None:
-    if name in _RUNTIME:
-        return _RUNTIME[name]
-    if name in REGISTRY:
-        mod = REGISTRY[name].partition(":")[0]
-        if importlib.util.find_spec(mod) is not None:
-            return REGISTRY[name]
-    return _scan().get(name)
+def register(name: str, target: Any, **options: Any) -> None:
+    """Add (or replace) a technique: ``target`` is ``"module:Class"`` or a Technique subclass
+    (or a factory returning a Technique); ``options`` are fixed constructor options."""
+    REGISTRY[name] = TechniqueEntry(target, dict(options))
 
 
 def available() -> list[str]:
-    """Technique names that can be created here (built-ins first, then the rest sorted)."""
-    names = [n for n in REGISTRY if importlib.util.find_spec(REGISTRY[n].partition(":")[0]) is not None]
-    extra = sorted((set(_scan()) | set(_RUNTIME)) - set(names))
-    return names + extra
+    """Every registered technique name."""
+    return list(REGISTRY)
 
 
-def get(name: str) -> Callable[..., Any]:
-    """The class or factory registered under ``name``."""
-    target = _lookup(name)
-    if target is None:
-        raise MeshoptBatchError(f"unknown technique {name!r} (available: {', '.join(available())})")
-    return _resolve(target)
+def get(name: str) -> TechniqueEntry:
+    """The registry entry of ``name``."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise MeshoptBatchError(f"unknown technique {name!r} (available: {', '.join(available())})") from None
 
 
-def create(name: str, **options: Any):
-    """A fresh technique object (its own cross-frame state) for ``name``."""
-    factory = get(name)
-    obj = factory(**options)
-    if not getattr(obj, "name", None):
-        try:
-            obj.name = name
-        except AttributeError:
-            pass
-    return obj
-
-
-def __getattr__(attr: str):
-    if attr in ("Technique", "RenderRequest"):
-        from . import base
-
-        return getattr(base, attr)
-    raise AttributeError(attr)
-
+def create(name: str, **options: Any) -> Technique:
+    """A fresh technique object (with its own cross-frame state) for ``name``."""
+    entry = get(name)
+    technique = entry.factory()(**{**entry.options, **options})
+    if not isinstance(technique, Technique):
+        raise TypeError(f"technique {name!r} built a {type(technique).__name__}, not a Technique")
+    if technique.name == Technique.name:
+        technique.name = name
+    return technique

@@ -1,0 +1,41 @@
+"""meshoptimizer's vertex-cache functions as registered methods (the peer users run today).
+
+Needs the optional ``meshoptimizer`` package (``pip install 'meshopt-batch[compare]'``); the
+registry in :mod:`meshopt_batch.optimizers` checks for it before this module is imported.
+
+References
+----------
+.. [1] A. Kapoulkine, meshoptimizer, https://github.com/zeux/meshoptimizer (vertex cache
+   optimization: a Forsyth-style scorer; Tipsify for a FIFO of a given size; a strip order).
+"""
+
+from __future__ import annotations
+
+import meshoptimizer
+import numpy as np
+
+__all__ = ["optimize_vertex_cache", "optimize_vertex_cache_fifo", "optimize_vertex_cache_strip"]
+
+
+def _call(name: str, triangles: np.ndarray, vertex_count: int, **kwargs) -> np.ndarray:
+    if triangles.shape[0] == 0:
+        return triangles.copy()
+    flat = np.ascontiguousarray(triangles, dtype=np.uint32).reshape(-1)
+    dst = np.empty_like(flat)
+    getattr(meshoptimizer, name)(dst, flat, flat.size, vertex_count, **kwargs)
+    return dst.reshape(-1, 3)
+
+
+def optimize_vertex_cache(triangles, vertex_count: int) -> np.ndarray:
+    """meshoptimizer's ``optimize_vertex_cache`` (a tuned Forsyth-style scorer)."""
+    return _call("optimize_vertex_cache", triangles, vertex_count)
+
+
+def optimize_vertex_cache_fifo(triangles, vertex_count: int, cache_size: int = 16) -> np.ndarray:
+    """meshoptimizer's ``optimize_vertex_cache_fifo`` (Tipsify) for a FIFO of ``cache_size``."""
+    return _call("optimize_vertex_cache_fifo", triangles, vertex_count, cache_size=int(cache_size))
+
+
+def optimize_vertex_cache_strip(triangles, vertex_count: int) -> np.ndarray:
+    """meshoptimizer's ``optimize_vertex_cache_strip`` (an order for strip conversion)."""
+    return _call("optimize_vertex_cache_strip", triangles, vertex_count)
