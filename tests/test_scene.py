@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,9 +14,9 @@ import pytest
 from meshopt_batch_app.cli import main as cli_main
 from pipeline_model import shapes
 from pipeline_model.geometry import GeometryStage
-from pipeline_model.scene import builders
-from pipeline_model.scene import (Camera, Scene, SceneError, load_gltf_scene, load_scene,
-                                  shipped_scene_path, shipped_scenes)
+from pipeline_model.scene import (Camera, Scene, SceneError, builders, load_gltf_scene, load_scene,
+                                  resolve_mesh, shipped_scene_path, shipped_scenes)
+from pipeline_model.scene.animation import euler_matrix, model_matrix, placement_from_matrix
 
 SHIPPED = ("city-unordered", "city-ordered", "city-batched", "hud-over-3d", "sprites-2d",
            "low-frequency")
@@ -158,6 +160,42 @@ def test_animation_keyframes_velocity_spin():
     assert np.allclose(o.transform(20)[:3, 3], [10, 20, 0])   # clamped keyframes + velocity
 
 
+def test_rotation_is_rz_ry_rx_in_degrees():
+    rx, ry, rz = (math.radians(a) for a in (10, 20, 30))
+    Rx = np.array([[1, 0, 0], [0, math.cos(rx), -math.sin(rx)], [0, math.sin(rx), math.cos(rx)]])
+    Ry = np.array([[math.cos(ry), 0, math.sin(ry)], [0, 1, 0], [-math.sin(ry), 0, math.cos(ry)]])
+    Rz = np.array([[math.cos(rz), -math.sin(rz), 0], [math.sin(rz), math.cos(rz), 0], [0, 0, 1]])
+    assert np.allclose(euler_matrix((10, 20, 30)), Rz @ Ry @ Rx, rtol=0, atol=1e-15)
+    c = math.cos(math.radians(90))
+    assert model_matrix((1, 2, 3), (0, 90, 0), (2, 2, 2)).tolist() == [
+        [2 * c, 0, 2, 1], [0, 2, 0, 2], [-2, 0, 2 * c, 3], [0, 0, 0, 1]]
+
+
+def test_rotation_about_one_axis_has_no_negative_zeros():
+    # the shipped scenes turn objects about y only: their matrices keep the bits they had
+    # when the rotation was the product of three axis matrices (every zero is +0.0)
+    for axis in range(3):
+        for a in np.arange(-720, 721, 7.5):
+            r = euler_matrix(np.roll([float(a), 0.0, 0.0], axis))
+            assert not np.signbit(r[r == 0]).any(), (axis, a)
+
+
+@pytest.mark.parametrize("rotation, scale", [((10, 20, 30), (1, 2, 3)), ((0, -45, 170), (-1, 2, 3)),
+                                             ((80, 0, 0), (0.5, 0.5, 0.5))])
+def test_placement_from_matrix_inverts_model_matrix(rotation, scale):
+    m = model_matrix((4, -5, 6), rotation, scale)
+    pos, rot, scl = placement_from_matrix(m)
+    assert pos == (4.0, -5.0, 6.0)
+    assert np.allclose(model_matrix(pos, rot, scl), m, rtol=0, atol=1e-14)
+    sign = -1 if np.prod(scale) < 0 else 1          # a mirroring matrix: three negative scales
+    assert np.allclose(scl, sign * np.abs(scale), rtol=0, atol=1e-14)
+
+
+def test_placement_of_a_zero_scaled_node_keeps_its_position():
+    m = model_matrix((1, 2, 3), (0, 30, 0), (0, 0, 0))
+    assert placement_from_matrix(m) == ((1.0, 2.0, 3.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+
 def test_orders_per_frame():
     objs = [{"mesh": "box", "position": [0, 0, -z]} for z in (5, 1, 9, 3)]
     far = _scene(objs, layers=[{"name": "w", "order": "back-to-front"}])
@@ -180,6 +218,27 @@ def test_shapes_are_outward_ccw():
         fn = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
         vn = m.attributes["normal"][t].mean(axis=1)
         assert np.all((fn * vn).sum(1) > 0), name
+
+
+def test_library_meshes_and_their_errors():
+    assert resolve_mesh({"library": "icosphere", "subdiv": 1}).triangle_count == 80
+    assert resolve_mesh({"library": "torus", "n_major": 5, "n_minor": 3}).triangle_count == 30
+    for spec, words in (({"library": "icosphere", "subdiv": -1}, "library mesh 'icosphere': icosphere needs"),
+                        ({"library": "torus", "spokes": 3}, "library mesh 'torus': ")):
+        with pytest.raises(SceneError) as exc:
+            resolve_mesh(spec, ctx="meshes.b")
+        assert str(exc.value).startswith("meshes.b: " + words) and "\n" not in str(exc.value)
+    fallbacks: list = []
+    m = resolve_mesh({"library": "teapot", "fallback": "box"}, fallbacks=fallbacks)
+    assert fallbacks == ["library:teapot"]
+    assert m.triangle_count == shapes.make_shape("box").triangle_count
+
+
+def test_meshes_package_does_not_import_the_pipeline_model():
+    code = ("import sys, meshes; print(sorted({m.split('.')[0] for m in sys.modules}"
+            " & {'pipeline_model', 'gpu_probe', 'meshopt_batch_app'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_absent_shared_mesh_falls_back(monkeypatch, tmp_path):

@@ -8,20 +8,20 @@ machine.
 
 Modules, one topic each:
 
-==================  ===============================================================================
-``schema``          the JSON format (documented there), its validation helpers, :class:`SceneError`,
-                    :class:`RenderState`
-``animation``       model matrix, keyframes, :class:`Animation`
-``camera``          view and projection matrices, :class:`Camera`
-``mesh_resolution`` the mesh a ``MESH`` entry names (:func:`resolve_mesh`): shapes, generators,
-                    shared meshes, files, static batches
-``scene``           :class:`Scene`, :class:`Layer`, :class:`SceneObject`, :class:`Draw`,
-                    :class:`FrameSpec`
-``gltf``            :func:`load_gltf_scene`
-``loading``         :func:`load_scene`, the shipped scenes of ``meshes/scenes``
-``builders``        the generator of the shipped scene files (``python -m
-                    pipeline_model.scene.builders``; not imported here)
-==================  ===============================================================================
+=====================  ========================================================================
+``schema``             the JSON format (documented there), its validation helpers,
+                       :class:`SceneError`, :class:`RenderState`
+``animation``          model matrix, keyframes, :class:`Animation`
+``camera``             view and projection matrices, :class:`Camera`
+``mesh_resolution``    the mesh a ``MESH`` entry names (:func:`resolve_mesh`): shapes,
+                       generators, shared meshes, files, static batches
+``scene``              :class:`Scene`, :class:`Layer`, :class:`SceneObject`, :class:`Draw`,
+                       :class:`FrameSpec`
+``gltf``               :func:`load_gltf_scene`
+``loading``            :func:`load_scene`, the shipped scenes of ``meshes/scenes``
+``builders``           the generator of the shipped scene files
+                       (``python -m pipeline_model.scene.builders``; not imported here)
+=====================  ========================================================================
 """
 
 from meshes import shared_meshes_dir
