@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
@@ -50,8 +51,6 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
         Columns ``mesh, draw, order, triangles, renderer, measured, measured_asr, profile,
         kind, cache_size, predicted, predicted_asr, error_asr, sq_error``.
     """
-    import pandas as pd
-
     if meshes is None:
         meshes = shared_mesh_paths(max_triangles=max_triangles)
     profiles = list(profiles) if profiles is not None else default_profiles()
@@ -112,10 +111,10 @@ def plot_accuracy(df, path, title: str | None = None) -> Path:
 
     Writes a PNG to ``path`` and returns it.
     """
-    import matplotlib
+    import matplotlib  # lazy: plotting libraries load only when a plot is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: as above
 
     mse = mse_table(df)
     floor = 1e-6                       # an exact profile (MSE 0) is drawn at the floor

@@ -41,7 +41,7 @@ class GLUnavailableError(MeshoptBatchError):
 
 def _create():
     try:
-        import moderngl
+        import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
     except ImportError as exc:  # pragma: no cover - moderngl is a dependency
         raise GLUnavailableError(f"moderngl is not importable ({exc}); pip install moderngl")
     try:

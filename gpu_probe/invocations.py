@@ -217,7 +217,7 @@ class Prober:
     """
 
     def __init__(self):
-        import moderngl
+        import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
         self.moderngl = moderngl
         self.ctx = get_context()

@@ -146,7 +146,7 @@ def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:
     Returns a :class:`Waves` with ``supported=False`` (and the reason) when the driver has
     no usable subgroup operations in vertex shaders.
     """
-    import moderngl
+    import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
     ctx = get_context()
     info = gl_info()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.resources import files
 from dataclasses import asdict, dataclass, field, replace
 
 from .errors import MeshoptBatchError
@@ -129,13 +130,9 @@ BUILTIN_PROFILES: dict[str, Profile] = {
 
 
 def _register_llvmpipe():
-    """The llvmpipe profile is found by the probe; it lives in gpu_probe's data file."""
-    try:
-        from importlib.resources import files
-
-        text = files("meshopt_batch").joinpath("data/llvmpipe.json").read_text()
-    except (FileNotFoundError, ModuleNotFoundError, OSError):
-        return
+    """The llvmpipe profile was found by the probe (``meshopt-batch probe --fit``) and ships as
+    data in ``meshopt_batch/data/llvmpipe.json``."""
+    text = files("meshopt_batch").joinpath("data/llvmpipe.json").read_text()
     BUILTIN_PROFILES["llvmpipe"] = Profile.from_dict(json.loads(text))
 
 

@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import MeshoptBatchError
+from ..topology import vertex_faces
 
 SLOTS = 256
 SEGMENT_SIZE = 1023
@@ -367,8 +368,6 @@ def order_for_segments(triangles, vertex_count: int | None = None,
     (T, 3) ndarray
         The triangles in the new order (rows are input rows, unrotated).
     """
-    from ..topology import vertex_faces
-
     tri, V = _check(triangles, vertex_count, SLOTS, segment_size)
     T = tri.shape[0]
     if T == 0:
