@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import meshes
-from meshopt_batch.errors import MeshError
 from meshopt_batch import io
+from meshopt_batch.errors import MeshError
 from meshopt_batch.io import load_mesh, load_meshes, save_mesh
 from meshopt_batch.mesh import Mesh, concatenate, fit_index_dtype
 

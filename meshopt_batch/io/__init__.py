@@ -74,8 +74,8 @@ from .off import read_off
 from .ply import read_ply, write_ply
 from .stl import read_stl
 
-__all__ = ["LOAD_FORMATS", "READERS", "SAVE_FORMATS", "UV_TOP_LEFT", "WRITERS", "load_mesh", "load_meshes",
-           "save_mesh"]
+__all__ = ["LOAD_FORMATS", "READERS", "SAVE_FORMATS", "UV_TOP_LEFT", "WRITERS", "WRITE_BACK_FORMATS",
+           "load_mesh", "load_meshes", "save_mesh"]
 
 #: Reader of each file suffix: ``(file bytes, path) -> meshes in file order``.
 READERS: dict[str, Callable[[bytes, Path], list[Mesh]]] = {

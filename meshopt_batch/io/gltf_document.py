@@ -12,7 +12,7 @@ document as written: a round trip through ``GLTF2`` drops unknown properties (a 
 absent (``byteOffset: 0``, ``normalized: false``, ``mode: 4``, ``texCoord: 0``,
 ``alphaMode``...), writes integers as floats (``min: [1]`` becomes ``[1.0]``) and invents an
 ``asset.generator``; on the 23 shared glTF files every one came back different (3 to 1,139
-changed values).  Writing into a source's structure must keep everything it does not
+differences each).  Writing into a source's structure must keep everything it does not
 replace, byte for byte where nothing changed, and the writer's next step (keeping shared
 accessors shared and external buffers and images external, inventing nothing) needs exactly
 the raw structure.  It also has no accessor decoding (strides, sparse, normalized values),

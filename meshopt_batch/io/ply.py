@@ -5,8 +5,9 @@ The reader keeps the file's vertex and face order.  Vertex properties become att
 coordinates, ``red green blue [alpha]`` the colour; ``name_0 .. name_k`` (k >= 1,
 consecutive) one ``(V, k + 1)`` attribute; any other property its own 1-D attribute.  Faces
 are read from ``vertex_indices`` (or ``vertex_index``); polygons are fan-triangulated in
-place; other face properties and further elements are ignored (warning).  The index type is
-16-bit when the face list's index type is at most 16 bits wide.
+place; other face properties are ignored (warning) and elements after ``vertex`` and
+``face`` are not read.  The index type is 16-bit when the face list's index type is at most
+16 bits wide.
 
 References
 ----------
