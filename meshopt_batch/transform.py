@@ -72,21 +72,24 @@ def transform_mesh(mesh: Mesh, matrix, *, keep_facing: bool = True) -> Mesh:
     -------
     Mesh
         float32 positions; float ``normal`` through the inverse transpose and ``tangent``
-        (xyz through the linear part, ``w`` kept) renormalised; every other attribute, the
-        name and the index type unchanged.
+        (xyz through the linear part) renormalised; under a mirror the tangent's handedness
+        ``w`` changes sign, since the bitangent ``w * (n x t)`` must follow the mirrored
+        surface; every other attribute, the name and the index type unchanged.
     """
     m = _affine(matrix)
     attrs = dict(mesh.attributes)
     normal = attrs.get(ATTR_NORMAL)
     if normal is not None and normal.dtype.kind == "f":
         attrs[ATTR_NORMAL] = transform_normals(normal, m).astype(np.float32)
+    mirrored = np.linalg.det(m[:3, :3]) < 0
     tangent = attrs.get(ATTR_TANGENT)
     if tangent is not None and tangent.dtype.kind == "f" and tangent.shape[1:] == (4,):
         t = tangent.astype(np.float64)
         xyz = transform_directions(t[:, :3], m)
-        attrs[ATTR_TANGENT] = np.concatenate([xyz, t[:, 3:]], axis=1).astype(np.float32)
+        handedness = -t[:, 3:] if mirrored else t[:, 3:]
+        attrs[ATTR_TANGENT] = np.concatenate([xyz, handedness], axis=1).astype(np.float32)
     triangles = mesh.triangles
-    if keep_facing and np.linalg.det(m[:3, :3]) < 0:
+    if keep_facing and mirrored:
         triangles = np.ascontiguousarray(triangles[:, ::-1])
     return mesh.replace(positions=transform_points(mesh.positions, m).astype(np.float32),
                         triangles=triangles, attributes=attrs)

@@ -14,15 +14,12 @@ atomic: on any error no output file is left behind.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-
+from meshopt_batch.asset import AssetOptions, optimize_file
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.io import load_meshes, save_mesh
-from meshopt_batch.optimizers import DEFAULT_METHOD, get_method, optimize
+from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
 from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
 
 from ..options import add_method, add_profile
 
@@ -53,39 +50,11 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
-def _totals(meshes, profile) -> dict:
-    inv = batches = tris = verts = 0
-    for mesh in meshes:
-        pred = predict(mesh.triangles, mesh.vertex_count, profile=profile)
-        inv += pred.invocations
-        batches += pred.batches
-        tris += pred.triangles
-        verts += pred.vertices
-    asr = inv / tris if tris else 0.0
-    return {"profile": profile.name, "invocations": inv, "asr": asr, "acmr": asr,
-            "atvr": inv / verts if verts else 0.0, "batches": batches}
-
-
-def optimize_one(mesh, method, profile, **params):
-    """Optimize one :class:`~meshopt_batch.mesh.Mesh`; returns ``(new_mesh, info)``."""
-    result = optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile, **params)
-    out = result.apply(mesh)
-    info = {"name": mesh.name, "triangles": mesh.triangle_count, "vertices_before": mesh.vertex_count}
-    if method.name == "batch":
-        info["vertex_copies"] = int(result.stats.get("vertex_copies", 0))
-        info["renumbered"] = bool(result.stats.get("renumbered", False))
-    info["vertices_after"] = out.vertex_count
-    return out, info
-
-
 def run(args) -> int:
     method = get_method(args.method or DEFAULT_METHOD)
     prof = get_profile(args.profile or DEFAULT_PROFILE)
     out_path = Path(args.output)
     src_path = Path(args.mesh)
-    if out_path.suffix.lower() not in (".obj", ".ply", ".glb", ".gltf"):
-        raise MeshoptBatchError(f"{out_path}: cannot write {out_path.suffix or '(no extension)'!r}; "
-                                "use .obj, .ply, .glb or .gltf")
     options = {}
     if method.name == "batch":
         options = {"use_distance": not args.no_distance, "queue": args.queue}
@@ -97,36 +66,15 @@ def run(args) -> int:
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
-    meshes = load_meshes(src_path)
-    t0 = time.perf_counter()
-    results = [optimize_one(m, method, prof, **options) for m in meshes]
-    seconds = time.perf_counter() - t0
-    new_meshes = [r[0] for r in results]
-    before = _totals(meshes, prof)
-    after = _totals(new_meshes, prof)
-    source = src_path if (src_path.suffix.lower() in (".glb", ".gltf")
-                          and out_path.suffix.lower() in (".glb", ".gltf")) else None
-    save_mesh(new_meshes if len(new_meshes) > 1 else new_meshes[0], out_path, source=source)
-    out = {
-        "mesh": str(src_path), "output": str(out_path), "method": method.name, "profile": prof.name,
-        "triangles": sum(m.triangle_count for m in meshes),
-        "vertices_before": sum(m.vertex_count for m in meshes),
-        "vertices_after": sum(m.vertex_count for m in new_meshes),
-        "before": before, "after": after, "seconds": seconds,
-    }
-    sixteen = prof.memory in ("lookback", "lookback_dx") and not prof.boundary_16bit and any(
-        m.vertex_count > (1 << 16) for m in meshes + new_meshes)
-    if sixteen:
-        p16 = prof.with_16bit_boundaries(True)
-        out["before_16bit"] = _totals(meshes, p16)
-        out["after_16bit"] = _totals(new_meshes, p16)
-    if len(meshes) > 1 or args.json:
-        out["primitives"] = [info for _, info in results]
+    report = optimize_file(src_path, out_path, AssetOptions(method, prof, options))
+    out = report.to_dict(primitives=len(report.primitives) > 1 or args.json)
+    before, after, seconds = report.before, report.after, report.seconds
+    sixteen = report.before_16bit is not None
     if args.json:
         print(json.dumps(out))
         return 0
     print(f"{src_path}: {out['triangles']} triangles, {out['vertices_before']} vertices"
-          + (f" in {len(meshes)} index buffers" if len(meshes) > 1 else ""))
+          + (f" in {len(report.primitives)} index buffers" if len(report.primitives) > 1 else ""))
     print(f"method {method.name}, profile {prof.name}: optimized in {seconds:.2f} s")
     print(f"{'':<8}{'invocations':>12}{'ASR':>8}{'ATVR':>8}{'batches':>9}")
     for label, r in (("before", before), ("after", after)):
