@@ -14,8 +14,17 @@ import pytest
 from meshopt_batch_app.cli import main as cli_main
 from pipeline_model import shapes
 from pipeline_model.geometry import GeometryStage
-from pipeline_model.scene import (Camera, Scene, SceneError, builders, load_gltf_scene, load_scene,
-                                  resolve_mesh, shipped_scene_path, shipped_scenes)
+from pipeline_model.scene import (
+    Camera,
+    Scene,
+    SceneError,
+    builders,
+    load_gltf_scene,
+    load_scene,
+    resolve_mesh,
+    shipped_scene_path,
+    shipped_scenes,
+)
 from pipeline_model.scene.animation import euler_matrix, model_matrix, placement_from_matrix
 
 SHIPPED = ("city-unordered", "city-ordered", "city-batched", "hud-over-3d", "sprites-2d",

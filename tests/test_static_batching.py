@@ -11,9 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from pipeline_model.scene import builders
 from pipeline_model.pipeline import simulate
-from pipeline_model.scene import Scene, SceneError, load_scene, resolve_mesh
+from pipeline_model.scene import Scene, SceneError, builders, load_scene, resolve_mesh
 
 
 def _box(**part):

@@ -70,11 +70,11 @@ def interpolate_keys(keys: list[dict], frame: float, name: str, default):
         return pts[0][1]
     if frame >= pts[-1][0]:
         return pts[-1][1]
-    for (f0, v0), (f1, v1) in zip(pts, pts[1:]):
+    for (f0, v0), (f1, v1) in zip(pts, pts[1:], strict=False):
         if f0 <= frame <= f1:
             t = (frame - f0) / (f1 - f0) if f1 > f0 else 1.0
             if isinstance(v0, tuple):
-                return tuple(a + (b - a) * t for a, b in zip(v0, v1))
+                return tuple(a + (b - a) * t for a, b in zip(v0, v1, strict=True))
             return v0 + (v1 - v0) * t
     return pts[-1][1]
 

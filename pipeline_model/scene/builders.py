@@ -287,8 +287,9 @@ def hud_over_3d() -> dict:
         panel("status-bar", 0, 0, W, 48, {**trans, "alpha": 0.5, "colour": [0.05, 0.05, 0.1]}, layer="hud-translucent"),
         panel("reticle", W / 2 - 40, H / 2 - 40, 80, 80, {**trans, "alpha": 0.35, "colour": [0.9, 0.9, 0.9]},
               layer="hud-translucent"),
-        panel("message", W / 2 - 260, 72, 520, 64, {**trans, "alpha": 0.6, "colour": {"kind": "stripes", "base": [0.1, 0.2, 0.4],
-                                                                                    "second": [0.05, 0.1, 0.25], "frequency": 30}},
+        panel("message", W / 2 - 260, 72, 520, 64,
+              {**trans, "alpha": 0.6, "colour": {"kind": "stripes", "base": [0.1, 0.2, 0.4],
+                                                 "second": [0.05, 0.1, 0.25], "frequency": 30}},
               layer="hud-translucent"),
     ]
     for i, o in enumerate(objects):

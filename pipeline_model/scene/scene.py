@@ -330,7 +330,8 @@ class Scene:
             if layer.order in ("back-to-front", "front-to-back") and members:
                 # distance from the eye to each object's world bounding box, as an engine's
                 # sort would use; the stable sort keeps listed order on ties
-                dist = np.array([self._distance(m, o.mesh, eye) for m, (_, o) in zip(models, members)])
+                dist = np.array([self._distance(m, o.mesh, eye)
+                                 for m, (_, o) in zip(models, members, strict=True)])
                 key_ = -dist if layer.order == "back-to-front" else dist
                 order = list(np.argsort(key_, kind="stable"))
             elif layer.order == "shuffle" and members:
