@@ -11,7 +11,14 @@ index to colour images.  ``channel="rgb"`` averages the per-channel indices inst
 :func:`mssim` runs a compiled (numba, float32 separable filtering with 11-tap register sums
 that vectorise) implementation of exactly that formula, far faster than scikit-image on a
 1196 x 768 frame (DSR measures every frame);
-``tests/test_techniques_core.py`` checks it against ``skimage.metrics.structural_similarity``.
+``tests/test_techniques_core.py`` checks it against ``skimage.metrics.structural_similarity``
+and, bit for bit, against the plain loops of ``tests/reference_kernels.py``.
+
+References
+----------
+Wang, Z., Bovik, A. C., Sheikh, H. R., Simoncelli, E. P. (2004).  Image quality assessment: from
+error visibility to structural similarity.  IEEE Trans. Image Processing 13(4), 600-612.
+Anglada et al., Dynamic Sampling Rate (DSR), IEEE (paper 004): the 0.95 MSSIM quality rule.
 """
 
 from __future__ import annotations
@@ -20,23 +27,14 @@ import numba as nb
 import numpy as np
 from skimage.metrics import structural_similarity
 
-__all__ = ["MSSIM_THRESHOLD", "luma", "mssim", "mssim_reference", "ssim_map"]
+__all__ = ["MSSIM_THRESHOLD", "luma", "mssim", "ssim_map"]
 
 #: Paper 004's quality rule: a frame below this MSSIM is an error.
 MSSIM_THRESHOLD = 0.95
 
+#: ITU-R BT.601 luma weights.
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)
-
-
-def luma_numpy(image: np.ndarray) -> np.ndarray:
-    """:func:`luma` as one numpy expression (the reference the blocked version is tested
-    against)."""
-    a = np.asarray(image)
-    if a.ndim == 2:
-        return np.asarray(a, np.float32)
-    return a[..., :3].astype(np.float32) @ _LUMA
-
-
+#: image rows converted per block by :func:`luma`
 _LUMA_ROWS = 32
 
 
@@ -50,8 +48,10 @@ def luma(image: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     and return instead of a new one (for an (H, W, 3) image; a plane is returned as float32).
     """
     a = np.asarray(image)
+    if a.ndim == 2:
+        return np.asarray(a, np.float32)
     if a.ndim != 3:
-        return luma_numpy(a)
+        return a[..., :3].astype(np.float32) @ _LUMA
     h = a.shape[0]
     if out is None or out.shape != a.shape[:2] or out.dtype != np.float32 \
             or not out.flags.c_contiguous:
@@ -66,7 +66,9 @@ def luma(image: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def _ssim(a, b, full):
-    return structural_similarity(np.asarray(a, np.float64), np.asarray(b, np.float64), data_range=255.0, gaussian_weights=True, sigma=1.5,
+    """scikit-image's SSIM with Wang et al.'s settings (small planes, and the per-pixel map)."""
+    return structural_similarity(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                                 data_range=255.0, gaussian_weights=True, sigma=1.5,
                                  use_sample_covariance=False, full=full)
 
 
@@ -144,7 +146,8 @@ def _mssim(a, b, k, crop, out_map):
     the per-pixel map goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
 
     Separable Gaussian filtering of the five moments in float32, each output the taps summed
-    in tap order (the order of :func:`_mssim_loops`, so both give the same bits), every inner
+    in tap order (the order of the plain loops in ``tests/reference_kernels.py``, so both
+    give the same bits), every inner
     loop over a row written to vectorise (indices provably non-negative: no wraparound
     checks), by strips of ``_STRIP`` rows whose horizontal pass (the strip and the window's
     margin) stays in cache; the SSIM formula in float64, each row summed left to right (four
@@ -241,59 +244,6 @@ def _mssim(a, b, k, crop, out_map):
     return rows.sum() / n if n > 0 else 1.0
 
 
-@nb.njit(cache=True, parallel=True)
-def _mssim_loops(xp, yp, k, crop, out_map):
-    """The plain loop formulation of :func:`_mssim` on planes padded by ``len(k) // 2``
-    (any odd window), kept to pin the fast
-    kernel bit for bit in the tests: same float32 filtering order, same float64 formula, same
-    (parallel) reduction of the row sums."""
-    r = k.shape[0] // 2
-    h = xp.shape[0] - 2 * r
-    w = xp.shape[1] - 2 * r
-    hp = xp.shape[0]
-    # horizontal pass on every padded row: 5 moments
-    tmp = np.zeros((5, hp, w), np.float32)
-    for i in nb.prange(hp):
-        for t in range(2 * r + 1):
-            kv = k[t]
-            for j in range(w):
-                xv = xp[i, j + t]
-                yv = yp[i, j + t]
-                tmp[0, i, j] += kv * xv
-                tmp[1, i, j] += kv * yv
-                tmp[2, i, j] += kv * (xv * xv)
-                tmp[3, i, j] += kv * (yv * yv)
-                tmp[4, i, j] += kv * (xv * yv)
-    c1 = np.float32((0.01 * 255.0) ** 2)
-    c2 = np.float32((0.03 * 255.0) ** 2)
-    rows = np.zeros(h, np.float64)
-    full = out_map.shape[0] == h
-    lo = 0 if full else crop
-    hi = h if full else h - crop
-    for i in nb.prange(lo, hi):
-        acc = np.zeros((5, w), np.float32)
-        for t in range(2 * r + 1):
-            kv = k[t]
-            for c in range(5):
-                for j in range(w):
-                    acc[c, j] += kv * tmp[c, i + t, j]
-        row = 0.0
-        for j in range(0 if full else crop, w if full else w - crop):
-            ux = acc[0, j]
-            uy = acc[1, j]
-            vx = acc[2, j] - ux * ux
-            vy = acc[3, j] - uy * uy
-            vxy = acc[4, j] - ux * uy
-            v = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
-            if full:
-                out_map[i, j] = v
-            if crop <= i < h - crop and crop <= j < w - crop:
-                row += v
-        rows[i] = row
-    n = (h - 2 * crop) * (w - 2 * crop)
-    return rows.sum() / n if n > 0 else 1.0
-
-
 _NO_MAP = np.zeros((1, 1), np.float32)
 
 
@@ -319,11 +269,6 @@ def mssim(image: np.ndarray, reference: np.ndarray, channel: str = "luma") -> fl
         b = np.asarray(reference, np.float64)
         return float(np.mean([_mssim_plane(a[..., c], b[..., c]) for c in range(a.shape[-1])]))
     raise ValueError(f"mssim: channel must be 'luma' or 'rgb', got {channel!r}")
-
-
-def mssim_reference(image: np.ndarray, reference: np.ndarray) -> float:
-    """The same index by scikit-image (slow; for tests)."""
-    return float(_ssim(luma(image), luma(reference), False))
 
 
 def ssim_map(image: np.ndarray, reference: np.ndarray) -> np.ndarray:

@@ -5,6 +5,9 @@ import zlib
 import numpy as np
 import pytest
 
+from reference_kernels import (diagonal_max_numpy, fsm_step_numpy, fvp_from_buffers, luma_numpy, maxc,
+                               mssim_loops, mssim_reference, prediction_stats, tile_luma_numpy)
+
 from pipeline_model import quality
 from pipeline_model.frame import FrameGeometry
 from pipeline_model.techniques import dsr, evr, re as rel, vro
@@ -101,7 +104,7 @@ def test_prediction_and_fvp_from_buffers():
     depth = np.full((16, 16), 0.2, np.float32)
     depth[0, 0] = 0.3
     lbuf = np.ones((16, 16), np.int32)  # Layer Buffer: layer 1 everywhere
-    fvp = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, 1, 16)
+    fvp = fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, 1, 16)
     assert fvp.zfar[0] == np.float32(0.3) and not fvp.is_layer[0] and fvp.lfar[0] == 1
     znear = np.array([0.2, 0.8], np.float32)
     occ = evr.predict_occluded(offs, tri, draw, lay, znear, woz, fvp)
@@ -114,13 +117,13 @@ def test_prediction_and_fvp_from_buffers():
     lay2 = evr.assign_layers(offs2, tri2, draw2, woz2)
     assert lay2.tolist() == [1, 1, 2]
     lw2 = np.full((16, 16), 2, np.int32)
-    fvp2 = evr.fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
+    fvp2 = fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
     assert fvp2.is_layer[0] and fvp2.lfar[0] == 2
     occ2 = evr.predict_occluded(offs2, tri2, draw2, lay2, np.zeros(3, np.float32), woz2, fvp2)
     assert occ2.tolist() == [True, True, False]
     # an uncovered pixel (layer 0) makes Lfar 0: nothing predicted by layers
     lw2[3, 3] = 0
-    fvp3 = evr.fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
+    fvp3 = fvp_from_buffers(offs2, tri2, draw2, lay2, woz2, depth, lw2, 1, 16)
     assert fvp3.lfar[0] == 0 and not fvp3.is_layer[0]
 
 
@@ -147,7 +150,7 @@ def test_fused_fvp_and_prediction_counts_equal_the_numpy_formulation():
                 writer[y, x] = offs[t] + rng.integers(0, counts[t])
     depth = rng.random((h, w)).astype(np.float32)
     lbuf = np.where(writer >= 0, lay[perm][np.maximum(writer, 0)], 0)
-    a = evr.fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, tiles_x, tile)
+    a = fvp_from_buffers(offs, tri, draw, lay, woz, depth, lbuf, tiles_x, tile)
     b = evr.fvp_from_writer(offs, tri, perm, draw, lay, woz, depth, writer, tiles_x, tile)
     for f in ("zfar", "lfar", "is_layer"):
         assert np.array_equal(getattr(a, f), getattr(b, f)) and getattr(a, f).dtype == getattr(b, f).dtype
@@ -156,7 +159,7 @@ def test_fused_fvp_and_prediction_counts_equal_the_numpy_formulation():
     rendered = rng.random(n_tiles) < 0.8
     m = rendered[entry_tile] & woz[draw[tri[perm]]]
     assert evr.prediction_stats_entries(offs, tri, perm, draw, woz, rendered, pred, vis) == \
-        evr.prediction_stats(pred[perm][m], ~vis[m])
+        prediction_stats(pred[perm][m], ~vis[m])
 
 
 def test_znear_equals_row_minimum():
@@ -208,10 +211,14 @@ def test_fragment_depth_floor_is_below_every_raster_depth():
 
 
 # -------------------------------------------------------------------------------- RE
-def test_crc32_matches_zlib():
-    data = np.random.default_rng(0).integers(0, 256, 1000, dtype=np.uint8)
-    assert rel.crc32(data) == zlib.crc32(data.tobytes())
-    assert rel.crc32(data[:7], 99) == zlib.crc32(data[:7].tobytes(), 99)
+def test_frame_seed_is_the_crc_of_clear_colour_then_light_direction():
+    from types import SimpleNamespace as NS
+
+    spec = NS(clear=(0.1, 0.2, 0.3), light_direction=(0.4, 1.0, 0.25))
+    want = zlib.crc32(np.array([0.1, 0.2, 0.3, 0.4, 1.0, 0.25], np.float64).tobytes())
+    assert rel.frame_seed(NS(spec=spec)) == want == 2505970878
+    spec.light_direction = (0.4, 1.0, 0.3)
+    assert rel.frame_seed(NS(spec=spec)) != want
 
 
 def test_triangle_crc_and_tile_signatures():
@@ -254,8 +261,8 @@ def test_maxc_ignores_low_diagonals():
     c[0, 1, 2] = -7.0   # diagonal 3
     c[0, 10, 10] = 2.0  # diagonal 20
     dm = dsr.diagonal_max(c)
-    assert dsr.maxc(dm, 0)[0] == 1000 and dsr.maxc(dm, 1)[0] == 7
-    assert dsr.maxc(dm, 4)[0] == 2 and dsr.maxc(dm, 21)[0] == 0
+    assert maxc(dm, 0)[0] == 1000 and maxc(dm, 1)[0] == 7
+    assert maxc(dm, 4)[0] == 2 and maxc(dm, 21)[0] == 0
 
 
 def test_fsm_transitions():
@@ -274,7 +281,7 @@ def test_compiled_diagonal_max_and_fsm_equal_numpy():
     for dt in (np.float32, np.float64):
         c = (rng.normal(size=(400, 16, 16)) * 50).astype(dt)
         c[::7] = 0
-        ref = dsr.diagonal_max_numpy(c)
+        ref = diagonal_max_numpy(c)
         dm = dsr.diagonal_max(c)
         assert dm.dtype == ref.dtype and np.array_equal(dm, ref)
         assert np.array_equal(dsr.suffix_diagonal_max(c), dsr.suffix_max(ref))
@@ -286,7 +293,7 @@ def test_compiled_diagonal_max_and_fsm_equal_numpy():
                 for inc in (True, False):
                     for pre, d in ((False, ref), (True, dsr.suffix_max(ref))):
                         got = dsr.fsm_step(st, d, p, red, inc, pre)
-                        want = dsr.fsm_step_numpy(st, d, p, red, inc, pre)
+                        want = fsm_step_numpy(st, d, p, red, inc, pre)
                         assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
@@ -294,14 +301,14 @@ def test_tile_gather_and_reused_buffers_equal_numpy():
     rng = np.random.default_rng(8)
     for shape in [(768, 1196, 3), (17, 33, 3), (16, 16, 3), (5, 7, 3), (40, 40)]:
         im = rng.integers(0, 256, shape, dtype=np.uint8)
-        want = dsr.tile_luma_numpy(im)
+        want = tile_luma_numpy(im)
         got = dsr.tile_luma(im)
         assert got.dtype == want.dtype and np.array_equal(got, want)
         assert dsr.tile_luma(im, out=np.full_like(want, np.nan)).tolist() == want.tolist()
         if len(shape) == 3:
             buf = np.full(shape[:2], np.nan, np.float32)
             y = quality.luma(im, out=buf)
-            assert y is buf and np.array_equal(y, quality.luma_numpy(im))
+            assert y is buf and np.array_equal(y, luma_numpy(im))
     # the rate table with its reused tile buffer == the plain numpy chain, frame after frame
     import scipy.fft
 
@@ -309,8 +316,8 @@ def test_tile_gather_and_reused_buffers_equal_numpy():
     state = np.zeros(20, np.int8)
     for _ in range(3):
         im = (rng.integers(0, 256, (64, 80, 3)) // rng.integers(1, 64)).astype(np.uint8)
-        c = scipy.fft.dctn(dsr.tile_luma_numpy(im), axes=(1, 2), norm="ortho")
-        state = dsr.fsm_step_numpy(state, dsr.diagonal_max_numpy(c), st.params)
+        c = scipy.fft.dctn(tile_luma_numpy(im), axes=(1, 2), norm="ortho")
+        state = fsm_step_numpy(state, diagonal_max_numpy(c), st.params)
         assert np.array_equal(st.update(im), state)
 
 
@@ -361,16 +368,16 @@ def test_fast_mssim_matches_scikit_image():
     a = rng.integers(0, 256, (70, 90, 3), dtype=np.uint8)
     for b in (np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8),
               np.where(np.arange(90)[None, :, None] < 45, a // 2, a).astype(np.uint8)):
-        assert quality.mssim(b, a) == pytest.approx(quality.mssim_reference(b, a), abs=1e-5)
+        assert quality.mssim(b, a) == pytest.approx(mssim_reference(b, a), abs=1e-5)
 
 
 def test_blocked_luma_equals_the_numpy_expression():
     rng = np.random.default_rng(4)
     for shape in [(768, 1196, 3), (33, 17, 3), (7, 5, 4), (1, 3, 3), (65, 100, 3)]:
         a = rng.integers(0, 256, shape, dtype=np.uint8)
-        assert np.array_equal(quality.luma(a), quality.luma_numpy(a))
+        assert np.array_equal(quality.luma(a), luma_numpy(a))
         f = a.astype(np.float64)
-        assert np.array_equal(quality.luma(f), quality.luma_numpy(f))
+        assert np.array_equal(quality.luma(f), luma_numpy(f))
 
 
 def test_fast_mssim_kernel_equals_plain_loops_bit_for_bit():
@@ -384,10 +391,10 @@ def test_fast_mssim_kernel_equals_plain_loops_bit_for_bit():
         pa, pb = np.pad(ya, 5, mode="symmetric"), np.pad(yb, 5, mode="symmetric")
         none = np.zeros((1, 1), np.float32)
         assert quality._mssim(ya, yb, quality._K, 5, none) == \
-            quality._mssim_loops(pa, pb, quality._K, 5, none) == quality.mssim(a, b)
+            mssim_loops(pa, pb, quality._K, 5, none) == quality.mssim(a, b)
         m1, m2 = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
         assert quality._mssim(ya, yb, quality._K, 5, m1) == \
-            quality._mssim_loops(pa, pb, quality._K, 5, m2)
+            mssim_loops(pa, pb, quality._K, 5, m2)
         assert np.array_equal(m1, m2) and np.array_equal(quality.ssim_map(a, b), m2)
 
 

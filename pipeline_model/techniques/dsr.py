@@ -25,19 +25,25 @@ reports it as ``mssim_after_cut``); after it every tile restarts from full rate.
 :func:`search_parameters` finds per-transition ``(T, D)`` for a set of frame sequences in the
 spirit of the paper's Algorithms 1-2 (sec. 4): Local Minimum rates per tile, then the increase
 pairs with the Local-Minimum reduction, then the reduce pairs with the increase pairs fixed.
+
+References
+----------
+Anglada, M., de Lucas, E., Parcerisa, J.-M., Aragon, J. L., Gonzalez, A.  Dynamic Sampling Rate:
+Harnessing Frame Coherence in Graphics Applications for Energy-Efficient GPUs.  IEEE (paper
+004), sec. 3-5, Algorithms 1-2.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numba as nb
 import numpy as np
 import scipy.fft
 
-from pipeline_model.quality import MSSIM_THRESHOLD, luma, ssim_map
+from pipeline_model.quality import MSSIM_THRESHOLD, luma, mssim, ssim_map
+from pipeline_model.techniques.base import RenderRequest, Technique
 
 __all__ = [
     "N_STATES",
@@ -48,10 +54,12 @@ __all__ = [
     "tile_dct",
     "diagonal_max",
     "suffix_max",
-    "maxc",
+    "suffix_diagonal_max",
     "fsm_step",
     "samples_per_pixel",
     "DSRState",
+    "DSRController",
+    "DSR",
     "search_parameters",
 ]
 
@@ -81,17 +89,6 @@ class DSRParams:
     def as_dict(self) -> dict:
         return {"reduce": [list(p) for p in self.reduce],
                 "increase": [list(p) for p in self.increase]}
-
-
-def tile_luma_numpy(image: np.ndarray, tile: int = 16) -> np.ndarray:
-    """:func:`tile_luma` by numpy (pad, reshape, transpose); the reference of the tests."""
-    y = luma(image)
-    h, w = y.shape
-    ph, pw = (-h) % tile, (-w) % tile
-    if ph or pw:
-        y = np.pad(y, ((0, ph), (0, pw)), mode="edge")
-    ty, tx = y.shape[0] // tile, y.shape[1] // tile
-    return y.reshape(ty, tile, tx, tile).transpose(0, 2, 1, 3).reshape(ty * tx, tile, tile)
 
 
 @nb.njit(cache=True)
@@ -134,21 +131,6 @@ def tile_dct(image: np.ndarray, tile: int = 16, out: np.ndarray | None = None) -
     return _dct_in_place(tile_luma(image, tile, out))
 
 
-@lru_cache(maxsize=8)
-def _diagonal_order(t: int):
-    k = np.add.outer(np.arange(t), np.arange(t)).ravel()
-    order = np.argsort(k, kind="stable")
-    return order, np.searchsorted(k[order], np.arange(2 * t - 1))
-
-
-def diagonal_max_numpy(coefs: np.ndarray) -> np.ndarray:
-    """:func:`diagonal_max` by numpy (``maximum.reduceat`` over the diagonal order); the
-    reference the compiled kernel is tested against."""
-    n, t, _ = coefs.shape
-    order, starts = _diagonal_order(t)
-    return np.maximum.reduceat(np.abs(coefs).reshape(n, t * t)[:, order], starts, axis=1)
-
-
 @nb.njit(cache=True)
 def _diagonal_max(coefs, suffix):
     n, t, _ = coefs.shape
@@ -170,8 +152,7 @@ def _diagonal_max(coefs, suffix):
 
 
 def diagonal_max(coefs: np.ndarray) -> np.ndarray:
-    """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k`` (finite input;
-    the same values as :func:`diagonal_max_numpy`)."""
+    """(n, 2*tile-1): largest |coefficient| on each anti-diagonal ``i + j = k`` (finite input)."""
     return _diagonal_max(np.ascontiguousarray(coefs), False)
 
 
@@ -183,14 +164,6 @@ def suffix_max(diag_max: np.ndarray) -> np.ndarray:
 def suffix_diagonal_max(coefs: np.ndarray) -> np.ndarray:
     """``suffix_max(diagonal_max(coefs))`` in one compiled pass (MaxC for every ``D``)."""
     return _diagonal_max(np.ascontiguousarray(coefs), True)
-
-
-def maxc(diag_max: np.ndarray, d, presuffixed: bool = False) -> np.ndarray:
-    """MaxC per tile: max over diagonals ``>= d`` (``d`` scalar or per tile)."""
-    suffix = diag_max if presuffixed else suffix_max(diag_max)
-    d = np.broadcast_to(np.asarray(d, np.int64), (diag_max.shape[0],))
-    d = np.minimum(d, diag_max.shape[1] - 1)
-    return suffix[np.arange(diag_max.shape[0]), d]
 
 
 @nb.njit(cache=True)
@@ -225,31 +198,17 @@ def _fsm_tables(params: DSRParams):
 
 def fsm_step(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
              reduce: bool = True, increase: bool = True, presuffixed: bool = False) -> np.ndarray:
-    """Next state per tile (paper 004 Fig. 6 / Algorithm 1); compiled, the same states as
-    :func:`fsm_step_numpy`."""
+    """Next state per tile (paper 004 Fig. 6 / Algorithm 1), compiled.
+
+    From state ``s``: reduce when ``MaxC(D_R[s]) < T_R[s]``, else increase when
+    ``MaxC(D_I[s]) >= T_I[s]``, else stay; the last state always goes back one.  ``diag_max``
+    is :func:`diagonal_max`'s output, or its :func:`suffix_max` with ``presuffixed=True``
+    (then ``MaxC(D)`` is column ``D``).  ``reduce`` / ``increase`` switch the two kinds of
+    transition off (the parameter search's steps).
+    """
     suffix = np.ascontiguousarray(diag_max if presuffixed else suffix_max(diag_max))
     return _fsm_step(np.asarray(state, np.int8), suffix, *_fsm_tables(params),
                      bool(reduce), bool(increase))
-
-
-def fsm_step_numpy(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
-                   reduce: bool = True, increase: bool = True,
-                   presuffixed: bool = False) -> np.ndarray:
-    """:func:`fsm_step` by numpy masks (the reference the compiled step is tested against)."""
-    state = np.asarray(state, np.int8)
-    tr, dr, ti, di = _fsm_tables(params)
-    s = state.astype(np.int64)
-    nxt = s.copy()
-    if reduce:
-        red = (s < N_STATES - 1) & (maxc(diag_max, dr[s], presuffixed) < tr[s])
-        nxt[red] = s[red] + 1
-    else:
-        red = np.zeros(s.shape, bool)
-    if increase:
-        inc = ~red & (s > 0) & (s < N_STATES - 1) & (maxc(diag_max, di[s], presuffixed) >= ti[s])
-        nxt[inc] = s[inc] - 1
-    nxt[s == N_STATES - 1] = N_STATES - 2
-    return nxt.astype(np.int8)
 
 
 def tile_pixels(width: int, height: int, tile: int = 16) -> np.ndarray:
@@ -358,6 +317,13 @@ def _simulate(seq: _Seq, params: DSRParams, threshold: float, use_locmin: bool,
     return samples / (f_n * seq.weight.sum()), worst, errors
 
 
+def _with_pair(pairs, i, v) -> tuple:
+    """``pairs`` as a tuple with entry ``i`` replaced by ``v``."""
+    out = list(pairs)
+    out[i] = v
+    return tuple(out)
+
+
 def search_parameters(sequences, thresholds=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
                       diagonals=(1, 2, 4, 8, 12, 16), threshold: float = MSSIM_THRESHOLD,
                       sweeps: int = 2, start: DSRParams | None = None, tile: int = 16):
@@ -393,30 +359,31 @@ def search_parameters(sequences, thresholds=(1, 2, 4, 8, 16, 32, 64, 128, 256, 5
             asr += a
         return asr / len(seqs)
 
-    def replace(p, kind, i, v):
-        lst = list(getattr(p, kind))
-        lst[i] = v
-        return DSRParams(**{**{"reduce": p.reduce, "increase": p.increase}, kind: tuple(lst)})
+    def with_increase(p, i, v):
+        return DSRParams(reduce=p.reduce, increase=_with_pair(p.increase, i, v))
+
+    def with_reduce(p, i, v):
+        return DSRParams(reduce=_with_pair(p.reduce, i, v), increase=p.increase)
 
     # Step 1: increase pairs.  Start from "always increase" (T = 0), which is always safe.
     for _ in range(sweeps):
         for i in range(3):
             best = (cost(params, True), params.increase[i])
             for v in grid:
-                c = cost(replace(params, "increase", i, v), True)
+                c = cost(with_increase(params, i, v), True)
                 # on a tie keep the least eager increase (the Local Minimum hides the difference)
                 if c < best[0] or (c == best[0] and c < np.inf and v[0] > best[1][0]):
                     best = (c, v)
-            params = replace(params, "increase", i, best[1])
+            params = with_increase(params, i, best[1])
     # Step 2: reduce pairs, increase fixed.  Start from "never reduce" (T = 0).
     for _ in range(sweeps):
         for i in range(4):
             best = (cost(params, False), params.reduce[i])
             for v in grid:
-                c = cost(replace(params, "reduce", i, v), False)
+                c = cost(with_reduce(params, i, v), False)
                 if c < best[0]:
                     best = (c, v)
-            params = replace(params, "reduce", i, best[1])
+            params = with_reduce(params, i, best[1])
     report = []
     for s in seqs:
         asr, worst, err = _simulate(s, params, threshold, False)
@@ -425,8 +392,6 @@ def search_parameters(sequences, thresholds=(1, 2, 4, 8, 16, 32, 64, 128, 256, 5
 
 
 # -------------------------------------------------------------------------- technique
-from pipeline_model.quality import mssim  # noqa: E402
-from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
 class DSRController:
@@ -454,7 +419,7 @@ class DSRController:
         spp = samples_per_pixel(self._rate, f.width, f.height, f.tile)
         self.spp.append(spp)
         y = self._y = luma(result.colour, self._y)
-        cut = bool(getattr(getattr(ctx, "spec", None), "cut", False))
+        cut = bool(ctx.spec.cut)
         if cut:
             # First frame after a camera cut: it was rendered with the rates learned from the
             # previous shot (the hardware cannot know the new picture in advance; this frame is
@@ -522,6 +487,3 @@ class DSR(Technique):
 
     def summary(self) -> dict:
         return self.ctl.summary()
-
-
-TECHNIQUES = {"dsr": DSR}

@@ -45,6 +45,11 @@ Table I argument has holes that this model closes, because a skipped tile must b
    not with ``Znear`` itself.
 
 State carried between frames: the FVP Table (and, with RE, the Signature Buffer).
+
+References
+----------
+Corbalan-Navarro et al., Early Visibility Resolution (EVR) (paper 003), sec. III-V: FVP, Layer
+Generator Table, Layer Buffer, FVP Table, Algorithm 1 (two-list reordering), EVR-aided RE.
 """
 
 from __future__ import annotations
@@ -54,6 +59,11 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from pipeline_model.techniques import re as _re
+from pipeline_model.techniques._shared import frame_cache, reorder_extra
+from pipeline_model.techniques.base import RenderRequest, Technique
+from pipeline_model.techniques.dsr import DSRController
+
 __all__ = [
     "Z_MARGIN",
     "FVPTable",
@@ -61,12 +71,11 @@ __all__ = [
     "assign_layers",
     "predict_occluded",
     "reorder_two_lists",
-    "fvp_from_buffers",
     "fvp_from_writer",
     "fragment_depth_floor",
     "re_exclusion",
-    "prediction_stats",
     "prediction_stats_entries",
+    "EVR",
 ]
 
 #: Safety margin for the depth exclusion of EVR+RE (see module docstring, point 4): the
@@ -222,48 +231,6 @@ def reorder_two_lists(offsets, tri, draw, woz, occluded) -> np.ndarray:
                     np.asarray(woz, np.bool_), np.asarray(occluded, np.bool_))
 
 
-@nb.njit(cache=True)
-def _fvp(offsets, tri, draw, layer, woz, depth, layer_buf, tiles_x, tile):
-    n_tiles = offsets.shape[0] - 1
-    h, w = depth.shape
-    zfar = np.empty(n_tiles, np.float32)
-    lfar = np.empty(n_tiles, np.int32)
-    is_layer = np.zeros(n_tiles, np.bool_)
-    for t in range(n_tiles):
-        y0 = (t // tiles_x) * tile
-        x0 = (t % tiles_x) * tile
-        zf = np.float32(0.0)
-        lf = np.int32(2**31 - 1)
-        for y in range(y0, min(y0 + tile, h)):
-            for x in range(x0, min(x0 + tile, w)):
-                if depth[y, x] > zf:
-                    zf = depth[y, x]
-                if layer_buf[y, x] < lf:
-                    lf = layer_buf[y, x]
-        zfar[t] = zf
-        lfar[t] = lf
-        if lf > 0:
-            for i in range(offsets[t], offsets[t + 1]):
-                if layer[i] == lf:
-                    is_layer[t] = not woz[draw[tri[i]]]
-                    break
-    return zfar, lfar, is_layer
-
-
-def fvp_from_buffers(offsets, tri, draw, layer, woz, depth, layer_buffer, tiles_x: int,
-                     tile: int) -> FVPTable:
-    """FVP Table entries from a rendered frame (sec. V.B-C).
-
-    ``depth`` is the final (H, W) depth buffer and ``layer_buffer`` the (H, W) Layer Buffer
-    (layer of the last opaque fragment written, 0 where none).  ``Zfar`` is the tile's largest
-    depth, ``Lfar`` its smallest layer, and the FVP is a layer when layer ``Lfar`` is NWOZ.
-    """
-    z, l, il = _fvp(np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(draw, np.int32),
-                    layer, np.asarray(woz, np.bool_), np.asarray(depth, np.float32),
-                    np.asarray(layer_buffer, np.int32), int(tiles_x), int(tile))
-    return FVPTable(z, l, il)
-
-
 @nb.njit(cache=True, parallel=True)
 def _fvp_writer(offsets, tri, perm, draw, layer, woz, depth, writer, tiles_x, tile):
     n_tiles = offsets.shape[0] - 1
@@ -300,16 +267,21 @@ def _fvp_writer(offsets, tri, perm, draw, layer, woz, depth, writer, tiles_x, ti
 
 def fvp_from_writer(offsets, tri, perm, draw, layer, woz, depth, writer_entry, tiles_x: int,
                     tile: int) -> FVPTable:
-    """:func:`fvp_from_buffers` with the Layer Buffer read through the raster's
-    ``writer_entry`` (index into the rendered, reordered lists ``tri[perm]``; -1: background):
-    the layer of pixel p is ``layer[perm[writer_entry[p]]]``, 0 where none.  One pass over the
-    buffers, no full-size Layer Buffer."""
-    z, l, il = _fvp_writer(np.asarray(offsets, np.int64), np.asarray(tri),
-                           np.asarray(perm, np.int64), np.asarray(draw, np.int32),
-                           np.asarray(layer, np.int32), np.asarray(woz, np.bool_),
-                           np.asarray(depth, np.float32), np.asarray(writer_entry, np.int32),
-                           int(tiles_x), int(tile))
-    return FVPTable(z, l, il)
+    """FVP Table entries from a rendered frame (sec. V.B-C).
+
+    ``depth`` is the final (H, W) depth buffer.  The Layer Buffer (layer of the last opaque
+    fragment written, 0 where none) is read through the raster's ``writer_entry`` (index into
+    the rendered, reordered lists ``tri[perm]``; -1: background): the layer of pixel p is
+    ``layer[perm[writer_entry[p]]]``.  ``Zfar`` is the tile's largest depth, ``Lfar`` its
+    smallest layer, and the FVP is a layer when layer ``Lfar`` is NWOZ.  One pass over the
+    buffers, no full-size Layer Buffer (``tests/reference_kernels.py`` builds one and checks
+    that both agree).
+    """
+    zfar, lfar, is_layer = _fvp_writer(
+        np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(perm, np.int64),
+        np.asarray(draw, np.int32), np.asarray(layer, np.int32), np.asarray(woz, np.bool_),
+        np.asarray(depth, np.float32), np.asarray(writer_entry, np.int32), int(tiles_x), int(tile))
+    return FVPTable(zfar, lfar, is_layer)
 
 
 @nb.njit(cache=True)
@@ -337,9 +309,11 @@ def _prediction_counts(offsets, tri, perm, draw, woz, rendered, pred, vis):
 
 def prediction_stats_entries(offsets, tri, perm, draw, woz, rendered, predicted,
                              visible) -> dict:
-    """:func:`prediction_stats` over the (tile, WOZ primitive) pairs of rendered tiles, in
-    one pass: entry ``i`` of the reordered lists is CSR entry ``perm[i]``, ``predicted`` is per
-    CSR entry and ``visible`` (any fragment passed early-Z) per reordered entry."""
+    """Confusion counts of predicted-occluded vs really occluded (no fragment passed early-Z)
+    over the (tile, WOZ primitive) pairs of rendered tiles, in one pass: entry ``i`` of the
+    reordered lists is CSR entry ``perm[i]``, ``predicted`` is per CSR entry and ``visible``
+    (any fragment passed early-Z) per reordered entry.  Keys: ``pairs``, ``true_occluded``,
+    ``false_occluded``, ``missed_occluded``, ``true_visible``."""
     tp, fp, fn, tn = _prediction_counts(
         np.asarray(offsets, np.int64), np.asarray(tri), np.asarray(perm, np.int64),
         np.asarray(draw, np.int32), np.asarray(woz, np.bool_), np.asarray(rendered, np.bool_),
@@ -388,22 +362,7 @@ def re_exclusion(offsets, tri, frame, layer, zfloor, fvp: FVPTable) -> np.ndarra
                       frame.depth_test, frame.depth_write, fvp.zfar, fvp.lfar, fvp.is_layer)
 
 
-def prediction_stats(predicted: np.ndarray, occluded: np.ndarray) -> dict:
-    """Confusion counts of predicted-occluded vs really occluded (no fragment survived)."""
-    p = np.asarray(predicted, bool)
-    o = np.asarray(occluded, bool)
-    tp = int(np.count_nonzero(p & o))
-    fp = int(np.count_nonzero(p & ~o))
-    fn = int(np.count_nonzero(~p & o))
-    tn = int(p.size - tp - fp - fn)
-    return {"pairs": int(p.size), "true_occluded": tp, "false_occluded": fp,
-            "missed_occluded": fn, "true_visible": tn}
-
-
 # -------------------------------------------------------------------------- technique
-from pipeline_model.techniques import re as _re  # noqa: E402
-from pipeline_model.techniques._shared import frame_cache, reorder_extra, result_array  # noqa: E402
-from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
 def znear_of(frame) -> np.ndarray:
@@ -451,11 +410,7 @@ class EVR(Technique):
     def reset(self) -> None:
         self.fvp: FVPTable | None = None
         self.buffer = _re.RenderingElimination() if self.use_re else None
-        if self.use_dsr:
-            from pipeline_model.techniques.dsr import DSRController
-            self.dsr = DSRController(*self._dsr_opts)
-        else:
-            self.dsr = None
+        self.dsr = DSRController(*self._dsr_opts) if self.use_dsr else None
         self.stats = {"pairs": 0, "true_occluded": 0, "false_occluded": 0, "missed_occluded": 0,
                       "true_visible": 0}
         self._cur = None
@@ -490,7 +445,7 @@ class EVR(Technique):
         rendered = np.ones(frame.n_tiles, np.bool_) if skip is None else ~skip
         # Layer Buffer: layer of the entry that last wrote each pixel without blending (0: none)
         new = fvp_from_writer(offs, tri, perm, frame.draw, layer, woz, result.depth,
-                              result_array(result, "writer_entry"), frame.tiles_x, frame.tile)
+                              result.writer_entry, frame.tiles_x, frame.tile)
         had_fvp = bool(self.fvp.zfar.min() < 1.0 or self.fvp.is_layer.any())
         self.fvp = self.fvp.updated(new, rendered)
         out = {}
@@ -500,11 +455,11 @@ class EVR(Technique):
             # reference signature: this frame filtered by the FVP it produced (docstring, 1.)
             ex = re_exclusion(offs, tri, frame, layer, _zfloor(frame), self.fvp)
             self.buffer.commit(_re.frame_signatures(ctx, include=~ex), rendered)
-        vis = result_array(result, "prim_visible", required=False)
-        if vis is not None and had_fvp:
+        if had_fvp:
             # accuracy over (tile, WOZ primitive) pairs of rendered tiles: predicted occluded vs
             # no fragment passing early-Z in this (reordered) render
-            st = prediction_stats_entries(offs, tri, perm, frame.draw, woz, rendered, pred, vis)
+            st = prediction_stats_entries(offs, tri, perm, frame.draw, woz, rendered, pred,
+                                          result.prim_visible)
             for k in self.stats:
                 self.stats[k] += st[k]
             if st["pairs"]:
@@ -518,19 +473,14 @@ class EVR(Technique):
     def summary(self) -> dict:
         s = self.stats
         n = s["pairs"]
+        said_occluded = s["true_occluded"] + s["false_occluded"]
+        were_occluded = s["true_occluded"] + s["missed_occluded"]
         out = {"occlusion_prediction_accuracy": (s["true_occluded"] + s["true_visible"]) / n
                if n else None,
-               "occlusion_prediction_precision": s["true_occluded"] /
-               (s["true_occluded"] + s["false_occluded"]) if s["true_occluded"] + s["false_occluded"] else None,
-               "occlusion_prediction_recall": s["true_occluded"] /
-               (s["true_occluded"] + s["missed_occluded"]) if s["true_occluded"] + s["missed_occluded"] else None}
+               "occlusion_prediction_precision": s["true_occluded"] / said_occluded
+               if said_occluded else None,
+               "occlusion_prediction_recall": s["true_occluded"] / were_occluded
+               if were_occluded else None}
         if self.dsr is not None:
             out.update(self.dsr.summary())
         return out
-
-
-TECHNIQUES = {
-    "evr": EVR,
-    "evr+re": lambda **kw: EVR(re=True, **kw),
-    "evr+dsr": lambda **kw: EVR(dsr=True, **kw),
-}

@@ -18,22 +18,35 @@ primitives predicted occluded in a tile are left out of that tile's signature (p
 IV.B); see :mod:`pipeline_model.techniques.evr` for why that stays exact in this model.
 
 The CRC is the standard reflected CRC-32 (polynomial 0xEDB88320, the one of zlib), compiled with
-numba (slicing-by-8 for the per-primitive CRCs); ``tests/test_techniques_core.py`` checks it
-against :func:`zlib.crc32`.
+numba (slicing-by-8 for the per-primitive CRCs, byte by byte for the tile signatures) because it
+runs over every primitive and every tile entry of every frame; ``tests/test_techniques_core.py``
+checks both against :func:`zlib.crc32`.
+
+References
+----------
+Corbalan-Navarro et al., Early Visibility Resolution (EVR) (paper 003), sec. II and IV.B:
+Rendering Elimination and its per-tile signatures.
 """
 
 from __future__ import annotations
 
+import zlib
+
 import numba as nb
 import numpy as np
 
+from pipeline_model.techniques._shared import frame_cache
+from pipeline_model.techniques.base import RenderRequest, Technique
+
 __all__ = [
-    "crc32",
     "draw_state_bytes",
     "triangle_bytes",
     "triangle_crcs",
     "tile_signatures",
     "RenderingElimination",
+    "frame_seed",
+    "frame_signatures",
+    "RE",
 ]
 
 
@@ -63,21 +76,6 @@ _TABLE8 = _make_tables8()
 @nb.njit(cache=True, inline="always")
 def _crc_update(crc, b, table):
     return table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-
-
-@nb.njit(cache=True)
-def _crc_bytes(data, init, table):
-    c = np.uint32(init) ^ np.uint32(0xFFFFFFFF)
-    for i in range(data.shape[0]):
-        c = _crc_update(c, np.uint32(data[i]), table)
-    return c ^ np.uint32(0xFFFFFFFF)
-
-
-def crc32(data, init: int = 0) -> int:
-    """CRC-32 of a bytes-like / uint8 array, continuing from ``init`` (same as ``zlib.crc32``)."""
-    a = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else \
-        np.ascontiguousarray(data).view(np.uint8).ravel()
-    return int(_crc_bytes(a, np.uint32(init), _TABLE))
 
 
 @nb.njit(cache=True)
@@ -196,20 +194,19 @@ class RenderingElimination:
 
 
 # -------------------------------------------------------------------------- technique
-from pipeline_model.techniques._shared import frame_cache  # noqa: E402
-from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
 def frame_seed(ctx) -> int:
-    """CRC of the per-frame state that colours every tile (clear colour, lighting constants):
-    the starting value of every tile signature, so a change of it re-renders everything."""
-    spec = getattr(ctx, "spec", None)
-    vals = []
-    for k in ("clear", "ambient", "light_direction"):
-        v = getattr(spec, k, None) if spec is not None else None
-        if v is not None:
-            vals.extend(np.ravel(np.asarray(v, np.float64)).tolist())
-    return crc32(np.asarray(vals, np.float64).tobytes()) if vals else 0
+    """CRC of the per-frame state that colours every tile (clear colour, light direction): the
+    starting value of every tile signature, so a change of it re-renders everything.
+
+    The CRC-32 of the values as float64, clear colour first (``zlib.crc32``: one short buffer
+    per frame, no compiled kernel needed).
+    """
+    spec = ctx.spec
+    vals = np.concatenate([np.ravel(np.asarray(spec.clear, np.float64)),
+                           np.ravel(np.asarray(spec.light_direction, np.float64))])
+    return zlib.crc32(vals.tobytes())
 
 
 def frame_signatures(ctx, include=None) -> np.ndarray:
@@ -237,6 +234,3 @@ class RE(Technique):
     def end_frame(self, ctx, result) -> dict:
         self.buffer.commit(self._sig, ~self._skip)
         return {}
-
-
-TECHNIQUES = {"re": RE}

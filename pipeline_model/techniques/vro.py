@@ -24,6 +24,12 @@ as in program order (the depth test resolves the free triangles), which the test
 frame against the baseline.
 
 State carried between frames: the graph built during the last frame (:class:`VisibilityGraph`).
+
+References
+----------
+Corbalan-Navarro et al., Visibility Rendering Order (VRO), IEEE (paper 000): sec. 3.1-3.4
+(visibility graph, cycles, per-tile order), Algorithm 1 (Kahn's sort), sec. 4.3.3.
+Kahn, A. B. (1962).  Topological sorting of large networks.  Commun. ACM 5(11), 558-562.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
+
+from pipeline_model.techniques import re as _re
+from pipeline_model.techniques._shared import reorder_extra
+from pipeline_model.techniques.base import RenderRequest, Technique
 
 __all__ = [
     "VisibilityGraph",
@@ -247,9 +257,6 @@ def objects_in_program_order(frame) -> list[int]:
 
 
 # -------------------------------------------------------------------------- technique
-from pipeline_model.techniques import re as _re  # noqa: E402
-from pipeline_model.techniques._shared import reorder_extra, result_array  # noqa: E402
-from pipeline_model.techniques.base import RenderRequest, Technique  # noqa: E402
 
 
 class VRO(Technique):
@@ -289,8 +296,8 @@ class VRO(Technique):
     def end_frame(self, ctx, result) -> dict:
         if self.re:
             self.re.end_frame(ctx, result)
-        pairs = result_array(result, "occlusion_pairs", "occlusion")
-        self.graph = VisibilityGraph.from_pairs(objects_in_program_order(ctx.frame), pairs)
+        self.graph = VisibilityGraph.from_pairs(objects_in_program_order(ctx.frame),
+                                                result.occlusion_pairs)
         g, s = self.graph, self.sort
         out = {"vro_nodes": g.n_nodes, "vro_edges": g.n_edges,
                "vro_reverse_edges_ignored": g.reverse_edges_ignored,
@@ -315,6 +322,3 @@ class VRO(Technique):
                 "vro_heuristic_share": t["heuristic_firings"] / t["selections"]
                 if t["selections"] else 0.0,
                 "vro_reverse_edges_ignored": t["reverse_edges_ignored"]}
-
-
-TECHNIQUES = {"vro": VRO, "vro+re": lambda **kw: VRO(re=True, **kw)}
