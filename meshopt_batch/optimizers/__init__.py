@@ -108,8 +108,6 @@ class Method:
             result = OptimizeResult(out)
         elif isinstance(out, OptimizeResult):
             result = out
-        elif type(out).__name__ == "BatchResult":  # TEMPORARY-BRIDGE until batch.py returns OptimizeResult
-            result = OptimizeResult(out.triangles, out.vertex_remap, out.batch_starts, out.stats)
         else:
             raise TypeError(f"method {self.name!r} returned {type(out).__name__}: the method contract "
                             "is an index array or an OptimizeResult")

@@ -93,7 +93,8 @@ Modules
 -------
 The optimizer is split along its seams (each a place to look when optimising its speed):
 
-* this module: :func:`optimize_batch`, :class:`BatchResult`, coefficients and options, and the
+* this module: :func:`optimize_batch` (returning an
+  :class:`~meshopt_batch.optimizers.result.OptimizeResult`), coefficients and options, and the
   work after the order is found (16-bit boundary fix, direct-mapped renumbering, the final
   prediction);
 * :mod:`.batch_state`: the set-up of one run (:class:`~.batch_state.BatchState`);
@@ -114,7 +115,7 @@ Comput. Graph. Interact. Tech. 1(2).  (Paper 001: Algorithms 1-2, eq. 1-2, sec. 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -125,8 +126,9 @@ from .batch_state import BatchState
 from .boundary16 import fix_16bit_boundaries
 from .fibheap_reference import run_reference
 from .renumber import renumber_for_direct_cache
+from .result import OptimizeResult
 
-__all__ = ["BatchResult", "optimize_batch", "DEFAULT_COEFFICIENTS", "NO_DISTANCE_COEFFICIENTS",
+__all__ = ["optimize_batch", "DEFAULT_COEFFICIENTS", "NO_DISTANCE_COEFFICIENTS",
            "DEFAULT_OPTIONS"]
 
 #: Eq. 2 of paper 001 (``k_c`` in the paper's print is ``k_r``).
@@ -137,29 +139,6 @@ NO_DISTANCE_COEFFICIENTS = {"k_r": 1024, "k_v": -3, "k_d": 0, "k_n": -3}
 #: Options of :func:`optimize_batch` and their defaults (see the module docstring).
 DEFAULT_OPTIONS = {"rotate": True, "n_mode": "flag", "n_neighbourhood": "vertex", "d_cap": 10,
                    "d_region": "ring", "lookahead": True, "fill_small": True, "renumber": True}
-
-
-@dataclass
-class BatchResult:
-    """Output of :func:`optimize_batch`.
-
-    Attributes
-    ----------
-    triangles : (T, 3) ndarray
-        The optimized index buffer (indices into the grown vertex buffer).
-    vertex_remap : (V', ) int64 ndarray
-        ``new vertex -> original vertex``: the identity for ``0..vertex_count-1`` followed by
-        the copies appended by the 16-bit boundary fix (``V' >= vertex_count``).
-    batch_starts : (B, ) int64 ndarray
-        First triangle of every batch the predictor forms on the result.
-    stats : dict
-        Timings, batches, model invocations, vertex copies, options used.
-    """
-
-    triangles: np.ndarray
-    vertex_remap: np.ndarray
-    batch_starts: np.ndarray
-    stats: dict = field(default_factory=dict)
 
 
 def _resolve_coefficients(use_distance: bool, coefficients, prof: Profile) -> dict:
@@ -184,9 +163,9 @@ def _is_nvidia(prof: Profile) -> bool:
     return prof.memory in ("lookback", "lookback_dx")
 
 
-def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_gl",
+def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidia_gl",
                    use_distance: bool = True, fix_16bit: bool | None = None, queue: str = "fast",
-                   coefficients: dict | None = None, **options) -> BatchResult:
+                   coefficients: dict | None = None, **options) -> OptimizeResult:
     """Reorder triangles batch by batch for a GPU profile (paper 001, Algorithm 2).
 
     Parameters
@@ -209,14 +188,20 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
     coefficients : dict, optional
         Overrides of ``k_r, k_v, k_d, k_n`` (integers).
     **options
-        ``lookahead`` (default True), ``fill_small`` (default True), ``rotate`` (default True), ``d_cap`` (10),
-        ``d_region`` ("ring" | "ball"), ``n_mode`` ("flag" | "count"), ``n_neighbourhood``
-        ("vertex" | "edge"), ``renumber`` (default True: renumber vertices for a
-        direct-mapped memory); see the module docstring.
+        ``lookahead`` (default True), ``fill_small`` (default True), ``rotate`` (default
+        True), ``d_cap`` (10), ``d_region`` ("ring" | "ball"), ``n_mode`` ("flag" |
+        "count"), ``n_neighbourhood`` ("vertex" | "edge"), ``renumber`` (default True:
+        renumber vertices for a direct-mapped memory); see the module docstring.
 
     Returns
     -------
-    BatchResult
+    OptimizeResult
+        ``triangles``: the optimized index buffer (indices into the new vertex buffer);
+        ``vertex_remap``: ``new vertex -> original vertex`` (int64), the identity for
+        ``0..vertex_count-1`` followed by the copies of the 16-bit boundary fix, or a
+        permutation after the direct-mapped renumbering; ``batch_starts``: first triangle of
+        every batch the predictor forms on the result; ``stats``: timings, batches, model
+        invocations, vertex copies, options used.
     """
     t0 = time.perf_counter()
     prof = get_profile(profile)
@@ -229,7 +214,8 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
     if opts["n_mode"] not in ("flag", "count"):
         raise MeshoptBatchError(f"n_mode must be 'flag' or 'count', got {opts['n_mode']!r}")
     if opts["n_neighbourhood"] not in ("vertex", "edge"):
-        raise MeshoptBatchError(f"n_neighbourhood must be 'vertex' or 'edge', got {opts['n_neighbourhood']!r}")
+        raise MeshoptBatchError(
+            f"n_neighbourhood must be 'vertex' or 'edge', got {opts['n_neighbourhood']!r}")
     if fix_16bit is None:
         fix_16bit = _is_nvidia(prof)
     opt_prof = prof.with_16bit_boundaries(False) if (fix_16bit and prof.boundary_16bit) else prof
@@ -245,9 +231,9 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
     stats = {"profile": prof.name, "queue": queue, "coefficients": coeffs, "options": opts,
              "triangles": int(t_count), "vertices_in": int(vcount)}
     if t_count == 0:
-        return BatchResult(np.zeros((0, 3), np.uint32), np.arange(vcount, dtype=np.int64),
-                           np.zeros(0, np.int64), {**stats, "seconds": 0.0, "vertices_out": vcount,
-                                                   "vertex_copies": 0, "batches": 0})
+        return OptimizeResult(np.zeros((0, 3), np.uint32), np.arange(vcount, dtype=np.int64),
+                              np.zeros(0, np.int64), {**stats, "seconds": 0.0, "vertices_out": vcount,
+                                                      "vertex_copies": 0, "batches": 0})
     state = BatchState(tris, vcount, opt_prof, coeffs, opts)
     t1 = time.perf_counter()
     if queue == "fast":
@@ -279,4 +265,4 @@ def optimize_batch(triangles, vertex_count: int | None = None, profile="nvidia_g
                  asr=pred.asr, fix_16bit=bool(fix_16bit))
     if np.asarray(triangles).dtype == np.uint16 and remap.shape[0] <= (1 << 16):
         out = out.astype(np.uint16)
-    return BatchResult(out, remap, pred.batch_starts, stats)
+    return OptimizeResult(out, remap, pred.batch_starts, stats)
