@@ -12,7 +12,13 @@ priority *decrease* raises it, which is done as ``delete`` + re-insert of a fres
 Both operations give the face a new stamp, exactly like the bucket queue of the fast path.
 
 This is slow (a Python object per triangle); it is meant for test meshes of a few thousand
-triangles.
+triangles.  The CLI offers it as ``meshopt-batch optimize --queue fibheap``.
+
+References
+----------
+Kerbl et al., Revisiting the Vertex Cache (paper 001), sec. 4 (Algorithm 2 on a Fibonacci heap).
+Fredman, M. L., Tarjan, R. E. (1987).  Fibonacci heaps and their uses in improved network
+optimization algorithms.  J. ACM 34(3), 596-615.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ class FibQueue:
 
 
 def run_reference(state) -> None:
-    """Algorithm 2's driver loop on a Fibonacci heap (see :func:`.batch.optimize_batch`)."""
+    """Algorithm 2's driver loop on a Fibonacci heap, one step at a time on ``state`` (a
+    :class:`~.batch_state.BatchState`; see :func:`.batch.optimize_batch`)."""
     prio = state.prio
     queue = FibQueue(prio)
     for t in range(len(prio) - 1, -1, -1):
