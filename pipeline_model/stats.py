@@ -34,8 +34,7 @@ Counters (one row per technique and frame, see :data:`COUNTERS`)
 -------------------------------------------------------------------
 vertex_invocations, triangles_in / culled / clipped / binned, tile_triangle_pairs,
 fragments_rasterized (main pass), hsr_fragments (DR's extra depth-only pass over the opaque
-WOZ triangles; estimated per tile from their share of the tile's list entries when the raster
-stage does not count it), early_z_killed,
+WOZ triangles), early_z_killed,
 fragments_shaded, fragments_blended, samples (shaded samples: superfragments count once under
 DSR), covered_pixels (pixels of the frame's picture covered by at least one fragment, the
 overshading denominator, see below), overshading (fragments_shaded / covered_pixels),
@@ -124,9 +123,6 @@ DEFAULT_COSTS: dict[str, dict[str, Any]] = {
                                 "why": "~120 mW leakage + clock tree at 400 MHz"},
 }
 
-#: Colour kinds that model a texture fetch (checker, stripes, noise).
-TEXTURED_KINDS = (1, 2, 3)
-
 COUNTERS = (
     "vertex_invocations", "triangles_in", "triangles_culled", "triangles_clipped",
     "triangles_binned", "tile_triangle_pairs", "fragments_rasterized", "hsr_fragments",
@@ -182,39 +178,6 @@ def _tile_pixels(width: int, height: int, tile: int) -> np.ndarray:
     return (wy[:, None] * wx[None, :]).ravel().astype(np.float64)
 
 
-def _per_tile(result, name, n_tiles) -> np.ndarray | None:
-    a = getattr(result, name, None)
-    if a is None:
-        return None
-    a = np.asarray(a)
-    if a.ndim == 0:
-        return None
-    return a.reshape(-1).astype(np.float64) if a.size == n_tiles else None
-
-
-def _scalar(result, name, default=0.0) -> float:
-    a = getattr(result, name, None)
-    if a is None:
-        return float(default)
-    return float(np.sum(a))
-
-
-def _rendered_tiles(result, n_tiles) -> np.ndarray:
-    """bool per tile: the raster stage rendered it (all True when it does not say)."""
-    counter = getattr(result, "counter", None)
-    if counter is not None:
-        try:
-            a = np.asarray(counter("tiles_rendered")).reshape(-1)
-        except (ValueError, KeyError, IndexError):
-            a = None
-        if a is not None and a.size == n_tiles:
-            return a > 0
-    a = _per_tile(result, "tiles_rendered", n_tiles)
-    if a is None:
-        a = _per_tile(result, "tile_rendered", n_tiles)
-    return a > 0 if a is not None else np.ones(n_tiles, np.bool_)
-
-
 def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.ndarray:
     """Covered pixels of the frame's picture per tile (int64, tile order, row-major).
 
@@ -225,21 +188,15 @@ def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.nd
     """
     n_tiles = frame.n_tiles
     T = int(frame.tile)
-    covered = getattr(result, "covered", None)
-    if covered is None:
-        covered = getattr(result, "covered_count", None)
-    if covered is None:
-        out = np.zeros(n_tiles, np.int64)
-    else:
-        cov = np.asarray(covered) != 0
-        H, W = cov.shape[:2]
-        ty, tx = (H + T - 1) // T, (W + T - 1) // T
-        pad = np.zeros((ty * T, tx * T), np.bool_)
-        pad[:H, :W] = cov
-        out = pad.reshape(ty, T, tx, T).sum(axis=(1, 3), dtype=np.int64).reshape(-1)
-        if out.size != n_tiles:
-            raise ValueError(f"covered buffer {W}x{H} does not split into the frame's {n_tiles} tiles")
-    rendered = _rendered_tiles(result, n_tiles)
+    cov = result.covered != 0
+    H, W = cov.shape[:2]
+    ty, tx = (H + T - 1) // T, (W + T - 1) // T
+    pad = np.zeros((ty * T, tx * T), np.bool_)
+    pad[:H, :W] = cov
+    out = pad.reshape(ty, T, tx, T).sum(axis=(1, 3), dtype=np.int64).reshape(-1)
+    if out.size != n_tiles:
+        raise ValueError(f"covered buffer {W}x{H} does not split into the frame's {n_tiles} tiles")
+    rendered = result.counter("tiles_rendered") > 0
     if not rendered.all():
         prev = (np.asarray(previous, np.int64).reshape(-1) if previous is not None
                 and np.size(previous) == n_tiles else np.zeros(n_tiles, np.int64))
@@ -252,9 +209,10 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
     """All counters of one frame rendered by one technique.
 
     ``frame`` is the :class:`~pipeline_model.frame.FrameGeometry`, ``tiles`` the binning
-    result, ``result`` the :class:`~pipeline_model.raster.RasterResult`; ``hsr`` says DR's
-    depth-only pass ran (its fragments are in ``result.hsr_fragments`` when the raster stage
-    reports them, else it is assumed to rasterize what the main pass rasterized).
+    result (:class:`~pipeline_model.binning.TileLists`), ``result`` the
+    :class:`~pipeline_model.raster.RasterResult` (every per-tile counter of
+    ``raster.COUNTER_NAMES``); ``hsr`` says DR's depth-only pass ran (its fragments are the
+    raster stage's ``hsr_fragments``).
     ``covered_tiles`` is :func:`covered_per_tile` of this frame with the technique's carried
     counts (the overshading denominator); without it, skipped tiles count no covered pixels.
     """
@@ -271,52 +229,28 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
     # parameter-buffer bytes come from the binning stage (its documented record sizes)
     tri = np.asarray(tiles.tri)
     pairs = int(tri.shape[0])
-    binned = int(getattr(tiles, "triangles_binned", 0) or (np.unique(tri).shape[0] if pairs else 0))
+    binned = int(tiles.triangles_binned)
     offsets = np.asarray(tiles.offsets)
     pairs_per_tile = np.diff(offsets).astype(np.float64)
     out["triangles_binned"] = binned
     out["tile_triangle_pairs"] = pairs
-    pb_written = float(getattr(tiles, "bytes_written", 0))
-    pb_read = float(getattr(tiles, "bytes_read", 0))
+    pb_written = float(tiles.bytes_written)
+    pb_read = float(tiles.bytes_read)
     pb_read_per_tile = pairs_per_tile * (pb_read / pairs) if pairs else np.zeros(n_tiles)
 
-    # ---- raster counters (per tile where the raster stage gives them)
-    def tile_counter(*names, default=0.0):
-        counter = getattr(result, "counter", None)
-        for nm in names:
-            if counter is not None:
-                try:
-                    a = np.asarray(counter(nm), np.float64).reshape(-1)
-                except (ValueError, KeyError, IndexError):
-                    a = None
-                if a is not None and a.size == n_tiles:
-                    return a
-            a = _per_tile(result, nm, n_tiles)
-            if a is not None:
-                return a
-        return np.full(n_tiles, default)
+    # ---- raster counters (per tile)
+    def tile_counter(name):
+        return result.counter(name).astype(np.float64)
 
     rast = tile_counter("fragments_rasterized")
     shaded = tile_counter("fragments_shaded")
     killed = tile_counter("early_z_killed")
-    blended = tile_counter("blended", "fragments_blended")
+    blended = tile_counter("blended")
     samples = tile_counter("samples")
     shader_cyc = tile_counter("shader_cycles")
     textured = tile_counter("textured_fragments")
-    rendered = (tile_counter("tiles_rendered", "tile_rendered", default=1.0) > 0).astype(np.float64)
+    rendered = (tile_counter("tiles_rendered") > 0).astype(np.float64)
     hsr_tile = tile_counter("hsr_fragments")
-    if hsr and not hsr_tile.any() and pairs:
-        # The raster stage counts DR's fragments once.  Its depth-only pass rasterizes the
-        # tile's opaque WOZ triangles again: estimate their fragments per tile from their share
-        # of the tile's display-list entries.
-        woz = np.asarray(frame.depth_test & frame.depth_write & ~frame.blend)
-        pair_tile = np.repeat(np.arange(n_tiles), np.diff(offsets))
-        woz_pairs = np.bincount(pair_tile, weights=woz[np.asarray(frame.draw)[tri]].astype(np.float64),
-                                minlength=n_tiles)
-        share = np.divide(woz_pairs, pairs_per_tile, out=np.zeros(n_tiles), where=pairs_per_tile > 0)
-        hsr_tile = np.round(rast * share)
-    if not shader_cyc.any() and shaded.any():
-        shader_cyc = shaded.copy()
 
     if covered_tiles is None:
         covered_tiles = covered_per_tile(frame, result)
@@ -327,7 +261,7 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
     out["early_z_killed"] = int(killed.sum())
     out["fragments_shaded"] = int(shaded.sum())
     out["fragments_blended"] = int(blended.sum())
-    out["samples"] = int(samples.sum()) if samples.any() else int(shaded.sum())
+    out["samples"] = int(samples.sum())
     out["covered_pixels"] = covered_pixels
     out["overshading"] = out["fragments_shaded"] / covered_pixels if covered_pixels else 0.0
     out["shader_cycles"] = float(shader_cyc.sum())
@@ -336,8 +270,6 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
 
     # ---- bytes
     vertex_bytes = out["vertex_invocations"] * c["vertex_bytes"]
-    if not textured.any():
-        textured = _textured_estimate(frame, result, shaded, n_tiles)
     texture_bytes = textured * c["texture_bytes_per_fragment"]
     tile_px = _tile_pixels(frame.width, frame.height, frame.tile)
     colour_bytes = rendered * tile_px * c["colour_bytes_per_pixel"]
@@ -381,24 +313,6 @@ def frame_counters(frame, tiles, result, costs: Mapping[str, float], *, hsr: boo
          + out["cycles"] * c["static_energy_per_cycle"])
     out["energy"] = float(e)
     return out
-
-
-def _textured_estimate(frame, result, shaded_tile, n_tiles) -> np.ndarray:
-    """Shaded fragments of textured draws, estimated per tile from the textured share of
-    draws when the raster stage does not count them."""
-    kinds = np.asarray(frame.colour_kind)
-    if kinds.size == 0 or not np.isin(kinds, TEXTURED_KINDS).any():
-        return np.zeros(n_tiles)
-    if np.isin(kinds, TEXTURED_KINDS).all():
-        return shaded_tile
-    per_draw = getattr(result, "shaded_per_draw", None)
-    if per_draw is not None:
-        per_draw = np.asarray(per_draw, np.float64)
-        tot = per_draw.sum()
-        share = per_draw[np.isin(kinds, TEXTURED_KINDS)].sum() / tot if tot else 0.0
-        return shaded_tile * share
-    share = float(np.isin(kinds, TEXTURED_KINDS).mean())
-    return shaded_tile * share
 
 
 def totals(rows: list[dict]) -> dict:
