@@ -1,11 +1,21 @@
-"""Optimizing a whole mesh file: every index buffer of it, written back as one file.
+"""Optimizing a whole mesh file: every index buffer of it, written back as one asset.
 
 :func:`optimize_file` is what ``meshopt-batch optimize MESH -o OUT`` runs and what a library
-run (``optimize DIR -o OUTDIR``) runs for each file: load every index buffer (each glTF
-triangle primitive on its own, as a GPU draws them), reorder each with the chosen method for
-the target profile, and write the output atomically (a glTF written from a glTF keeps the
-input's structure).  :class:`AssetOptions` holds the choices, already resolved into objects;
-:class:`AssetReport` holds the figures the command prints.
+run (``optimize DIR -o OUTDIR``) runs for each file.  Every vertex buffer of the file is
+optimized with the index buffers drawn from it (:func:`meshopt_batch.vertex_set.optimize_vertex_set`):
+bit-identical vertices welded, each index buffer reordered by the chosen method for the
+target profile and kept in its input order unless the new order predicts fewer
+invocations, vertices renumbered in first-use order where no index-keyed reuse rule
+objects.  The output is written atomically:
+
+* a glTF written from a glTF keeps the input's document: only the changed accessors are
+  rewritten, shared data stays shared, external files stay external
+  (:mod:`meshopt_batch.asset_gltf`);
+* any other combination goes through :func:`meshopt_batch.io.load_meshes` and
+  :func:`meshopt_batch.io.save_mesh` (one mesh per index buffer).
+
+:class:`AssetOptions` holds the choices, already resolved into objects; :class:`AssetReport`
+holds the figures the command prints.
 """
 
 from __future__ import annotations
@@ -14,17 +24,25 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from .asset_gltf import optimize_gltf
 from .errors import MeshoptBatchError
 from .io import load_meshes, save_mesh
 from .mesh import Mesh
-from .optimizers import Method, optimize
+from .optimizers import Method
 from .profiles import Profile
-from .reuse import predict
+from .reuse import Prediction, predict
+from .vertex_set import SetOptions, optimize_vertex_set
+from .weld import vertex_records
 
 __all__ = ["AssetOptions", "AssetReport", "WRITABLE_SUFFIXES", "optimize_file", "optimize_meshes"]
 
 #: Output formats :func:`optimize_file` writes.
 WRITABLE_SUFFIXES = (".obj", ".ply", ".glb", ".gltf")
+GLTF_SUFFIXES = (".glb", ".gltf")
+#: The output may be this much larger than the input, on top of what the optimization adds.
+SIZE_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -39,16 +57,38 @@ class AssetOptions:
         Target GPU profile (:func:`meshopt_batch.profiles.get_profile`).
     method_params : dict
         Keyword options of the method (e.g. ``use_distance`` for ``batch``).
+    weld : bool
+        Merge bit-identical vertices; non-indexed primitives get an index buffer (``--no-weld``).
+    vertex_order : bool
+        Renumber vertices in first-use order (``--keep-vertex-order`` turns it off).
+    keep_index_type : bool
+        Keep each index buffer's input index type instead of the smallest that fits.
+    drop_degenerate : bool
+        Remove triangles with a repeated index (counted either way).
+    embed : bool
+        ``.gltf`` output: buffers and images as ``data:`` URIs instead of external files.
     """
 
     method: Method
     profile: Profile
     method_params: dict = field(default_factory=dict)
+    weld: bool = True
+    vertex_order: bool = True
+    keep_index_type: bool = False
+    drop_degenerate: bool = False
+    embed: bool = False
 
 
 @dataclass
 class AssetReport:
-    """Figures of one optimized file (the ``optimize --json`` object, see :meth:`to_dict`)."""
+    """Figures of one optimized file (the ``optimize --json`` object, see :meth:`to_dict`).
+
+    ``primitives`` holds one record per draw (index buffer, glTF primitive) with its
+    predicted invocations before and after for the target profile; ``notes`` one line per
+    thing passed through or kept; ``bytes_before``/``bytes_after`` the input's and output's
+    files together (external buffers and images included) and ``size_limit`` the most the
+    output may take (1% above the input plus what the optimization adds).
+    """
 
     source: str
     output: str
@@ -63,6 +103,11 @@ class AssetReport:
     primitives: list
     before_16bit: dict | None = None
     after_16bit: dict | None = None
+    notes: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    bytes_before: int = 0
+    bytes_after: int = 0
+    size_limit: int | None = None
 
     def to_dict(self, *, primitives: bool = True) -> dict:
         out = {"mesh": self.source, "output": self.output, "method": self.method, "profile": self.profile,
@@ -74,38 +119,112 @@ class AssetReport:
             out["after_16bit"] = self.after_16bit
         if primitives:
             out["primitives"] = self.primitives
+        out["notes"] = self.notes
+        out["files"] = self.files
+        out["bytes_before"] = self.bytes_before
+        out["bytes_after"] = self.bytes_after
+        out["size_limit"] = self.size_limit
         return out
+
+
+def summed(predictions: list[Prediction], profile: Profile) -> dict:
+    """Predicted figures of a file's draws together (paper 001, Algorithm 1, summed)."""
+    inv = sum(p.invocations for p in predictions)
+    tris = sum(p.triangles for p in predictions)
+    verts = sum(p.vertices for p in predictions)
+    asr = inv / tris if tris else 0.0
+    return {"profile": profile.name, "invocations": inv, "asr": asr, "acmr": asr,
+            "atvr": inv / verts if verts else 0.0, "batches": sum(p.batches for p in predictions)}
 
 
 def totals(meshes: list[Mesh], profile: Profile) -> dict:
     """Predicted figures of a file's draws together under ``profile`` (paper 001, Algorithm 1)."""
-    inv = batches = tris = verts = 0
-    for mesh in meshes:
-        pred = predict(mesh.triangles, mesh.vertex_count, profile=profile)
-        inv += pred.invocations
-        batches += pred.batches
-        tris += pred.triangles
-        verts += pred.vertices
-    asr = inv / tris if tris else 0.0
-    return {"profile": profile.name, "invocations": inv, "asr": asr, "acmr": asr,
-            "atvr": inv / verts if verts else 0.0, "batches": batches}
+    return summed([predict(m.triangles, m.vertex_count, profile=profile) for m in meshes], profile)
+
+
+def _set_options(options: AssetOptions) -> SetOptions:
+    return SetOptions(options.method, options.profile, dict(options.method_params), weld=options.weld,
+                      vertex_order=options.vertex_order, drop_degenerate=options.drop_degenerate)
 
 
 def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mesh], list[dict]]:
-    """Every index buffer optimized on its own; returns the new meshes and a record per buffer."""
+    """Every mesh (one vertex buffer, one index buffer) optimized on its own; returns the new
+    meshes and a record per mesh."""
     out, records = [], []
+    prof = options.profile
     for mesh in meshes:
-        result = optimize(mesh.triangles, mesh.vertex_count, method=options.method,
-                          profile=options.profile, **options.method_params)
-        new = result.apply(mesh)
-        record = {"name": mesh.name, "triangles": mesh.triangle_count, "vertices_before": mesh.vertex_count}
+        records_in = None
+        if options.weld:
+            records_in = vertex_records([mesh.positions] + [mesh.attributes[k] for k in sorted(mesh.attributes)],
+                                        mesh.vertex_count)
+        outcome = optimize_vertex_set(records_in, [mesh.triangles], mesh.vertex_count, _set_options(options))
+        buf = outcome.buffers[0]
+        if outcome.source is None:
+            new = mesh.with_triangles(buf.triangles)
+        else:
+            new = mesh.with_vertices(outcome.source, buf.triangles)
+        if not options.keep_index_type:
+            new = new.replace(index_dtype=np.uint16 if new.vertex_count <= 0xFFFF else np.uint32)
+        record = {"name": mesh.name, "mesh": int(mesh.meta.get("gltf_mesh", 0)),
+                  "primitive": int(mesh.meta.get("gltf_primitive", 0)), "triangles": mesh.triangle_count,
+                  "vertices_before": mesh.vertex_count}
         if options.method.name == "batch":
-            record["vertex_copies"] = int(result.stats.get("vertex_copies", 0))
-            record["renumbered"] = bool(result.stats.get("renumbered", False))
+            record["vertex_copies"] = outcome.copies
+            record["renumbered"] = outcome.source is not None
         record["vertices_after"] = new.vertex_count
+        record["before"] = {"profile": prof.name, "invocations": buf.before,
+                            "asr": buf.before / mesh.triangle_count if mesh.triangle_count else 0.0}
+        record["after"] = {"profile": prof.name, "invocations": buf.after,
+                           "asr": buf.after / new.triangle_count if new.triangle_count else 0.0}
+        record.update(order=buf.order, vertex_order=outcome.vertex_order, welded=outcome.merged,
+                      fetch_gap_before=outcome.fetch_gap_before, fetch_gap_after=outcome.fetch_gap_after,
+                      degenerate=buf.degenerate_before, degenerate_dropped=buf.dropped)
         out.append(new)
         records.append(record)
     return out, records
+
+
+def _optimize_mesh_file(src_path: Path, out_path: Path, options: AssetOptions) -> AssetReport:
+    meshes = load_meshes(src_path)
+    t0 = time.perf_counter()
+    new_meshes, records = optimize_meshes(meshes, options)
+    seconds = time.perf_counter() - t0
+    prof = options.profile
+    save_mesh(new_meshes if len(new_meshes) > 1 else new_meshes[0], out_path)
+    report = AssetReport(
+        source=str(src_path), output=str(out_path), method=options.method.name, profile=prof.name,
+        triangles=sum(m.triangle_count for m in meshes),
+        vertices_before=sum(m.vertex_count for m in meshes),
+        vertices_after=sum(m.vertex_count for m in new_meshes),
+        before=totals(meshes, prof), after=totals(new_meshes, prof), seconds=seconds, primitives=records,
+        bytes_before=src_path.stat().st_size, bytes_after=out_path.stat().st_size)
+    _add_16bit(report, prof, [(m.triangles, m.vertex_count) for m in meshes],
+               [(m.triangles, m.vertex_count) for m in new_meshes])
+    return report
+
+
+def _add_16bit(report: AssetReport, prof: Profile, before: list, after: list) -> None:
+    """The 2^16-boundary totals for NVIDIA look-back profiles once a buffer exceeds 2^16 vertices."""
+    if prof.memory in ("lookback", "lookback_dx") and not prof.boundary_16bit and any(
+            v > (1 << 16) for _, v in before + after):
+        p16 = prof.with_16bit_boundaries(True)
+        report.before_16bit = summed([predict(t, v, profile=p16) for t, v in before], p16)
+        report.after_16bit = summed([predict(t, v, profile=p16) for t, v in after], p16)
+
+
+def _optimize_gltf_file(src_path: Path, out_path: Path, options: AssetOptions) -> AssetReport:
+    res = optimize_gltf(src_path, out_path, options)
+    prof = options.profile
+    report = AssetReport(
+        source=str(src_path), output=str(out_path), method=options.method.name, profile=prof.name,
+        triangles=sum(p.triangles for p in res.before), vertices_before=sum(res.vertices_before),
+        vertices_after=sum(res.vertices_after), before=summed(res.before, prof), after=summed(res.after, prof),
+        seconds=res.seconds, primitives=res.draws, notes=res.notes, files=res.files,
+        bytes_before=res.bytes_before, bytes_after=res.bytes_after,
+        size_limit=None if options.embed else int(res.bytes_before * (1 + SIZE_TOLERANCE)) + res.added_bytes)
+    if any(v > (1 << 16) for v in res.vertices_before + res.vertices_after):
+        report.notes.append("buffers over 2^16 vertices: see before_16bit/after_16bit")
+    return report
 
 
 def optimize_file(source: str | Path, output: str | Path, options: AssetOptions) -> AssetReport:
@@ -120,22 +239,11 @@ def optimize_file(source: str | Path, output: str | Path, options: AssetOptions)
     if out_path.suffix.lower() not in WRITABLE_SUFFIXES:
         raise MeshoptBatchError(f"{out_path}: cannot write {out_path.suffix or '(no extension)'!r}; "
                                 "use .obj, .ply, .glb or .gltf")
-    meshes = load_meshes(src_path)
-    t0 = time.perf_counter()
-    new_meshes, records = optimize_meshes(meshes, options)
-    seconds = time.perf_counter() - t0
-    prof = options.profile
-    write_back = (src_path.suffix.lower() in (".glb", ".gltf") and out_path.suffix.lower() in (".glb", ".gltf"))
-    save_mesh(new_meshes if len(new_meshes) > 1 else new_meshes[0], out_path,
-              source=src_path if write_back else None)
-    report = AssetReport(
-        source=str(src_path), output=str(out_path), method=options.method.name, profile=prof.name,
-        triangles=sum(m.triangle_count for m in meshes),
-        vertices_before=sum(m.vertex_count for m in meshes),
-        vertices_after=sum(m.vertex_count for m in new_meshes),
-        before=totals(meshes, prof), after=totals(new_meshes, prof), seconds=seconds, primitives=records)
-    if prof.memory in ("lookback", "lookback_dx") and not prof.boundary_16bit and any(
-            m.vertex_count > (1 << 16) for m in meshes + new_meshes):
-        p16 = prof.with_16bit_boundaries(True)
-        report.before_16bit, report.after_16bit = totals(meshes, p16), totals(new_meshes, p16)
-    return report
+    if options.embed and out_path.suffix.lower() != ".gltf":
+        raise MeshoptBatchError("--embed applies to .gltf output only (a .glb is always one file)")
+    if src_path.suffix.lower() in GLTF_SUFFIXES and out_path.suffix.lower() in GLTF_SUFFIXES:
+        if not src_path.is_file():
+            raise MeshoptBatchError(f"{src_path}: no such file" if not src_path.exists() else f"{src_path}: not a file")
+        return _optimize_gltf_file(src_path, out_path, options)
+    return _optimize_mesh_file(src_path, out_path, options)
+

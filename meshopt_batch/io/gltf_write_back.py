@@ -37,7 +37,7 @@ from .gltf_document import COMPRESSION_EXTENSIONS, load_document, view_bytes
 from .gltf_read import triangle_slots
 from .gltf_write import BinaryBuilder, primitive_accessors
 
-__all__ = ["write_gltf_into_source"]
+__all__ = ["image_mime", "write_gltf_into_source"]
 
 # Extensions known not to refer to accessors or buffer views: with only these in a file,
 # accessors and buffer views that nothing uses any more are dropped on save.
@@ -132,7 +132,7 @@ def _embed_images(doc: dict, builder: BinaryBuilder, path: Path, source: Path) -
         except OSError:
             warnings.warn(f"{path}: image {uri!r} of source {source} is missing; its uri is kept", stacklevel=4)
             continue
-        mime = mime or _image_mime(uri, raw)
+        mime = mime or image_mime(uri, raw)
         if mime is None:
             warnings.warn(f"{path}: image {uri!r}: unknown image type; its uri is kept", stacklevel=4)
             continue
@@ -166,7 +166,7 @@ def _replace_primitive(doc: dict, mi: int, pi: int, mesh: Mesh, builder: BinaryB
             doc["meshes"][mi].pop("weights", None)
 
 
-def _image_mime(uri: str, raw: bytes) -> str | None:
+def image_mime(uri: str, raw: bytes) -> str | None:
     """Media type from an image's leading bytes (PNG, JPEG, WebP, KTX2), else None."""
     if raw[:8] == b"\x89PNG\r\n\x1a\n":
         return "image/png"

@@ -1,14 +1,19 @@
-"""``meshopt-batch optimize``: reorder a mesh's triangles for a GPU profile and write it.
+"""``meshopt-batch optimize``: weld, reorder and renumber a mesh's draws for a GPU profile.
 
-Every index buffer of the file (each glTF triangle primitive) is optimized on its own, as a
-GPU draws them.  The batch method may append vertex copies (the 16-bit boundary fix of paper
-001); every attribute of a copied vertex is copied with its position, so the written mesh
-renders the same image.  With a profile whose memory is direct-mapped (``llvmpipe``) the
-vertices are also renumbered (:func:`~meshopt_batch.optimizers.renumber.renumber_for_direct_cache`).
+Every vertex buffer of the file is optimized with the index buffers drawn from it
+(:func:`meshopt_batch.asset.optimize_file`): bit-identical vertices welded (``--no-weld``),
+each index buffer's triangles reordered for the target profile and kept in the input order
+when the new order does not predict fewer invocations, vertices renumbered in first-use
+order (``--keep-vertex-order``), the smallest index type (``--keep-index-type``),
+degenerate triangles kept and counted (``--drop-degenerate``).  The batch method may append
+vertex copies (the 16-bit boundary fix of paper 001); every attribute of a copied vertex is
+copied with its position.
 
 The output format comes from the extension of ``-o`` (.obj, .ply, .glb, .gltf); a glTF
-written from a glTF input keeps the input's structure (nodes, materials, ...).  The write is
-atomic: on any error no output file is left behind.
+written from a glTF keeps the input's document (only changed accessors rewritten, external
+files kept external and copied beside the output, ``--embed`` for data URIs).  Points and
+lines pass through; a file without triangles is copied through.  Each file is written
+atomically.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
 from meshopt_batch.profiles import get_profile
 
+from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..options import add_method, add_profile
 
 DEFAULT_PROFILE = "nvidia_gl"
@@ -33,7 +39,7 @@ def add_parser(subparsers):
         "optimizer of paper 001 (Algorithm 2) or a classic method, print the predicted ASR before "
         "and after for the target profile, and write OUT (format from its extension).",
     )
-    p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
+    p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file, or a folder of them (a library)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file: .obj, .ply, .glb or .gltf")
     add_method(p, multiple=False, default_help=DEFAULT_METHOD)
     add_profile(p, multiple=False, default_help=DEFAULT_PROFILE)
@@ -47,6 +53,7 @@ def add_parser(subparsers):
     p.add_argument("--queue", choices=("fast", "fibheap"), default="fast",
                    help="batch: compiled bucket queue (default) or the fibheap package (slow reference)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_library_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -66,7 +73,11 @@ def run(args) -> int:
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
-    report = optimize_file(src_path, out_path, AssetOptions(method, prof, options))
+    asset_options = AssetOptions(method, prof, options)
+    if src_path.is_dir():
+        return optimize_directory(args, asset_options)
+    reject_directory_options(args)
+    report = optimize_file(src_path, out_path, asset_options)
     out = report.to_dict(primitives=len(report.primitives) > 1 or args.json)
     before, after, seconds = report.before, report.after, report.seconds
     sixteen = report.before_16bit is not None
@@ -82,8 +93,34 @@ def run(args) -> int:
     if sixteen:
         print(f"with the 2^16-boundary model ({prof.name}+16bit): before ASR "
               f"{out['before_16bit']['asr']:.3f}, after {out['after_16bit']['asr']:.3f}")
-    if out["vertices_after"] != out["vertices_before"]:
-        print(f"vertices: {out['vertices_before']} -> {out['vertices_after']} "
-              "(copies appended by the 16-bit boundary fix)")
-    print(f"wrote {out_path}")
+    print_details(report)
+    print(f"wrote {out_path}" + (f" (and {len(report.files)} external file(s))" if report.files else ""))
     return 0
+
+
+def print_details(report) -> None:
+    """Welding, degenerate triangles, kept orders, vertex-fetch locality, size, and notes."""
+    prims = report.primitives
+    welded = sum(p.get("welded", 0) for p in {(p.get("mesh"), p["vertices_before"]): p for p in prims}.values())
+    copies = sum(p.get("vertex_copies", 0) for p in prims)
+    if report.vertices_after != report.vertices_before:
+        why = ", ".join(w for w, n in (("welded", welded), ("16-bit boundary copies", copies)) if n)
+        print(f"vertices: {report.vertices_before} -> {report.vertices_after}" + (f" ({why})" if why else ""))
+    degenerate = sum(p.get("degenerate", 0) for p in prims)
+    if degenerate:
+        dropped = sum(p.get("degenerate_dropped", 0) for p in prims)
+        print(f"degenerate triangles: {degenerate}" + (f", {dropped} dropped" if dropped else " (kept)"))
+    kept = sum(1 for p in prims if p.get("order") == "input")
+    if kept:
+        print(f"{kept} of {len(prims)} index buffer(s) kept their input order (the optimized order "
+              "predicted no fewer invocations)")
+    gaps = [(p["fetch_gap_before"], p["fetch_gap_after"]) for p in prims if p.get("fetch_gap_before") is not None]
+    if gaps:
+        before = sum(g[0] for g in gaps) / len(gaps)
+        after = sum(g[1] for g in gaps) / len(gaps)
+        print(f"vertex fetch: mean first-use gap {before:.1f} -> {after:.1f} vertices")
+    if report.bytes_before:
+        limit = f" (limit {report.size_limit})" if report.size_limit is not None else ""
+        print(f"size: {report.bytes_before} -> {report.bytes_after} bytes{limit}")
+    for note in report.notes:
+        print(f"note: {note}")

@@ -1,0 +1,227 @@
+"""Packaging a glTF document and its buffers as output files, keeping external files external.
+
+:func:`package_gltf` turns a document (as :class:`~.gltf_layout.DocumentEditor` built it)
+into the files to write:
+
+* ``.glb``: one file.  Every buffer goes into the BIN chunk (buffer 0 first, each 4-byte
+  aligned); images given as external files or ``data:`` URIs become buffer views, which
+  the specification requires to carry a ``mimeType`` (taken from the image, its data URI, or
+  its leading bytes).
+* ``.gltf``: a buffer that was an external file stays an external file of the same name
+  next to the output (copied, or written when it changed); one that was a ``data:`` URI
+  stays one; a GLB's BIN chunk becomes ``<output stem>.bin``.  External images are copied
+  next to the output under their own relative names.  A changed buffer whose name would
+  overwrite the source's own file (output beside its source) is written as
+  ``<output stem>.bin`` instead.  A relative URI that leaves the source's folder (``../``)
+  is not copied; the output refers to the same file by a relative path.
+* ``embed=True`` (``.gltf``): every buffer and external image becomes a base64 ``data:`` URI
+  in the JSON, one file.
+
+Nothing else is added: no ``mimeType`` on an image that stays a URI, no ``generator``, no
+default values.  The JSON of a ``.gltf`` is indented like the source's (compact when the
+source was on one line or a GLB), and non-ASCII text is kept as UTF-8.
+
+References
+----------
+.. [1] Khronos, glTF 2.0 specification, "GLB File Format Specification", "Buffers and
+   Buffer Views" (URIs relative to the glTF file, ``data:`` URIs), "Images" (``mimeType``
+   required with ``bufferView``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import posixpath
+import struct
+import urllib.parse
+from pathlib import Path
+
+from .common import Refusal
+from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri
+from .gltf_write_back import image_mime
+
+__all__ = ["json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
+
+OCTET_STREAM = "data:application/octet-stream;base64,"
+
+
+def json_indent(source_text: bytes | None) -> int | str | None:
+    """The indentation of a source ``.gltf``'s JSON: spaces count, a tab, or None (compact)."""
+    if not source_text or source_text[:4] == GLB_MAGIC:
+        return None
+    text = source_text.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    for line in lines[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped:
+            lead = line[: len(line) - len(stripped)]
+            if lead.startswith("\t"):
+                return "\t"
+            return len(lead) or None
+    return None
+
+
+def _dump(doc: dict, indent) -> bytes:
+    if indent is None:
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(doc, indent=indent, ensure_ascii=False).encode("utf-8")
+
+
+def local_uri(uri: str) -> str | None:
+    """The relative file path of a URI inside the glTF's folder, or None (absolute, ``..``,
+    another scheme)."""
+    if uri.startswith("data:") or urllib.parse.urlparse(uri).scheme:
+        return None
+    rel = urllib.parse.unquote(uri)
+    norm = posixpath.normpath(rel)
+    if norm.startswith("../") or norm == ".." or posixpath.isabs(norm):
+        return None
+    return norm
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def resource_files(doc: dict, source: Path) -> list[Path]:
+    """External files a ``.gltf`` refers to (buffers and images), as paths."""
+    out = []
+    for item in doc.get("buffers", []) + doc.get("images", []):
+        uri = item.get("uri")
+        if uri and not uri.startswith("data:"):
+            out.append(source.parent / urllib.parse.unquote(uri))
+    return out
+
+
+def _read_image(uri: str, source: Path) -> tuple[bytes, str | None] | None:
+    if uri.startswith("data:"):
+        return decode_data_uri(uri)
+    try:
+        return (source.parent / urllib.parse.unquote(uri)).read_bytes(), None
+    except OSError:
+        return None
+
+
+def package_gltf(doc: dict, buffers: list[bytes], source: Path, output: Path, *, changed: list[bool],
+                 source_bytes: bytes, embed: bool = False) -> tuple[bytes, list[tuple[Path, bytes]], list[str]]:
+    """The bytes of ``output``, the side files to write with it (``(path, bytes)``), and notes.
+
+    ``changed[i]``: buffer ``i`` differs from the source's (unchanged external buffers of a
+    ``.gltf`` written beside its source are not written again).
+    """
+    indent = json_indent(source_bytes)
+    if output.suffix.lower() == ".glb":
+        return _as_glb(doc, buffers, source), [], []
+    return _as_gltf(doc, buffers, source, output, changed, indent, embed)
+
+
+def _as_glb(doc: dict, buffers: list[bytes], source: Path) -> bytes:
+    views = doc.get("bufferViews", [])
+    bin_data = bytearray()
+    base = []
+    for raw in buffers:
+        bin_data += b"\x00" * (-len(bin_data) % 4)
+        base.append(len(bin_data))
+        bin_data += raw
+    for im in doc.get("images", []):
+        uri = im.get("uri")
+        if uri is None:
+            continue
+        got = _read_image(uri, source)
+        if got is None:
+            continue  # a missing image keeps its uri (the source's own problem)
+        raw, media = got
+        mime = im.get("mimeType") or media or image_mime(uri, raw)
+        if mime is None:
+            continue
+        bin_data += b"\x00" * (-len(bin_data) % 4)
+        views.append({"buffer": 0, "byteOffset": len(bin_data), "byteLength": len(raw)})
+        bin_data += raw
+        im.pop("uri")
+        im["bufferView"] = len(views) - 1
+        im["mimeType"] = mime
+    if views:
+        doc["bufferViews"] = views
+    for view in views:
+        bi = int(view["buffer"])
+        if bi:
+            view["buffer"] = 0
+            view["byteOffset"] = int(view.get("byteOffset", 0)) + base[bi]
+    if buffers or bin_data:
+        first = {k: v for k, v in (doc.get("buffers") or [{}])[0].items() if k != "uri"}
+        first["byteLength"] = len(bin_data)
+        doc["buffers"] = [first]
+    js = _dump(doc, None)
+    js += b" " * (-len(js) % 4)
+    chunks = [struct.pack("<II", len(js), CHUNK_JSON), js]
+    if bin_data:
+        bin_data += b"\x00" * (-len(bin_data) % 4)
+        chunks += [struct.pack("<II", len(bin_data), CHUNK_BIN), bytes(bin_data)]
+    body = b"".join(chunks)
+    return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body
+
+
+def _as_gltf(doc, buffers, source, output, changed, indent, embed):
+    files: list[tuple[Path, bytes]] = []
+    notes: list[str] = []
+    out_dir = output.parent
+    taken: set[Path] = set()
+    for bi, (entry, raw) in enumerate(zip(doc.get("buffers", []), buffers)):
+        uri = entry.get("uri")
+        if embed or (uri is not None and uri.startswith("data:") and changed[bi]):
+            entry["uri"] = OCTET_STREAM + base64.b64encode(raw).decode("ascii")
+            continue
+        if uri is not None and uri.startswith("data:"):
+            continue
+        rel = local_uri(uri) if uri is not None else None
+        target = out_dir / rel if rel is not None else None
+        src_file = source.parent / urllib.parse.unquote(uri) if uri is not None else None
+        if target is not None and same_file(target, src_file) and not changed[bi]:
+            continue  # beside its source and unchanged: the same file serves both
+        if target is None and uri is not None and not changed[bi]:
+            entry["uri"] = _relative_uri(src_file, out_dir)
+            continue
+        if target is None or same_file(target, src_file) or target in taken:
+            name = output.stem + (f"_{bi}" if bi else "") + ".bin"
+            target = out_dir / name
+            entry["uri"] = urllib.parse.quote(name)
+        taken.add(target)
+        files.append((target, raw))
+    for im in doc.get("images", []):
+        uri = im.get("uri")
+        if uri is None or uri.startswith("data:"):
+            continue
+        src_file = source.parent / urllib.parse.unquote(uri)
+        if embed:
+            got = _read_image(uri, source)
+            mime = got and (im.get("mimeType") or image_mime(uri, got[0]))
+            if got is None or mime is None:
+                notes.append(f"image {uri!r} kept as a file reference (missing or of unknown type)")
+                continue
+            im["uri"] = f"data:{mime};base64," + base64.b64encode(got[0]).decode("ascii")
+            continue
+        rel = local_uri(uri)
+        if rel is None:
+            im["uri"] = _relative_uri(src_file, out_dir)
+            continue
+        target = out_dir / rel
+        if same_file(target, src_file):
+            continue
+        try:
+            files.append((target, src_file.read_bytes()))
+        except OSError:
+            notes.append(f"image {uri!r} of the source is missing; its uri is kept")
+    return _dump(doc, indent), files, notes
+
+
+def _relative_uri(path: Path, out_dir: Path) -> str:
+    try:
+        rel = os.path.relpath(path.resolve(), out_dir.resolve())
+    except ValueError:
+        raise Refusal(f"cannot refer to {path} from {out_dir}") from None
+    return urllib.parse.quote(Path(rel).as_posix())

@@ -1,0 +1,269 @@
+"""One vertex buffer and the index buffers drawn from it, optimized together and never worse.
+
+A file's draws share vertex data: a glTF primitive has its own vertex accessors or shares
+them with other primitives, and an OBJ/PLY file is one vertex buffer with one index buffer.
+:func:`optimize_vertex_set` takes one such vertex buffer (as the byte records of its
+vertices, :func:`meshopt_batch.weld.vertex_records`) and every index buffer over it, and
+decides, for the target profile:
+
+1. **Weld** (``weld=True``): bit-identical vertices merge into one
+   (:mod:`meshopt_batch.weld`); every index buffer is rewritten through the same map.
+2. **Degenerate triangles** (a repeated index, counted before and after the weld) are kept,
+   or dropped with ``drop_degenerate=True``.
+3. **Triangle order**: each index buffer is reordered by the chosen method
+   (:func:`meshopt_batch.optimizers.optimize`), and the new order is kept only when it
+   predicts *fewer* invocations than the buffer's input order (paper 001, Algorithm 1);
+   otherwise the input order stays.  A method's own vertex renumbering or copies (the batch
+   method's 16-bit fix and llvmpipe renumbering) are taken only when one index buffer uses the
+   vertex buffer; with several, the order is kept in the shared numbering.
+4. **Vertex-fetch order** (``vertex_order=True``): vertices are renumbered in first-use
+   order (:mod:`meshopt_batch.vertex_fetch`), one numbering for every index buffer of the
+   set, unless that raises any buffer's predicted invocations under a profile that depends
+   on vertex numbers (the target when it is direct-mapped, like llvmpipe, or has the 2^16
+   rule; NVIDIA's look-back profiles also under their ``+16bit`` model once the buffer holds
+   more than 2^16 vertices).
+5. **Never worse**: when, after all this, an index buffer predicts more invocations than it
+   did as it came in (welding moves batch boundaries, so it can in rare cases), the set is
+   done again without welding; then each buffer is at most its input's figure.
+
+``vertex_ops=False`` keeps the vertex buffer exactly as it is (no weld, no renumbering, no
+copies): for vertex data that something else also reads.
+
+References
+----------
+.. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+   Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+   Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 1 and
+   sec. 3.3 (the 2^16 boundary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .optimizers import Method, optimize
+from .profiles import Profile
+from .reuse import predict
+from .vertex_fetch import first_use_gap, first_use_order
+from .weld import weld
+
+__all__ = ["BufferOutcome", "SetOptions", "SetOutcome", "degenerate_mask", "optimize_vertex_set"]
+
+#: Vertex count above which NVIDIA's 2^16 boundary rule can apply (paper 001 sec. 3.3).
+BLOCK_16BIT = 1 << 16
+
+
+@dataclass(frozen=True)
+class SetOptions:
+    """What :func:`optimize_vertex_set` may do.
+
+    Attributes
+    ----------
+    method, profile, method_params
+        Triangle-order optimizer, target profile and the method's keyword options.
+    weld : bool
+        Merge bit-identical vertices (default on).
+    vertex_order : bool
+        Renumber vertices in first-use order (default on).
+    drop_degenerate : bool
+        Remove triangles with a repeated index (default off: they are kept and counted).
+    """
+
+    method: Method
+    profile: Profile
+    method_params: dict = field(default_factory=dict)
+    weld: bool = True
+    vertex_order: bool = True
+    drop_degenerate: bool = False
+
+
+@dataclass
+class BufferOutcome:
+    """One index buffer after :func:`optimize_vertex_set`.
+
+    ``before``/``after`` are predicted invocations under the target profile of the buffer as
+    it came in and as it goes out; ``order`` is ``"optimized"`` or ``"input"``.
+    """
+
+    triangles: np.ndarray
+    order: str
+    before: int
+    after: int
+    triangles_before: int
+    degenerate_before: int
+    degenerate_after: int
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> int:
+        """Degenerate triangles removed."""
+        return self.triangles_before - int(self.triangles.shape[0])
+
+
+@dataclass
+class SetOutcome:
+    """A vertex set after :func:`optimize_vertex_set`.
+
+    Attributes
+    ----------
+    source : (V',) int64 ndarray or None
+        New vertex -> old vertex; ``None`` when the vertex buffer is unchanged.
+    remap : (V,) int64 ndarray or None
+        Old vertex -> new vertex (the first copy where a method appended copies); ``None``
+        when the vertex buffer is unchanged.
+    vertices_before, vertices_after : int
+    merged : int
+        Vertices removed by welding.
+    copies : int
+        Vertex copies a method appended (the batch method's 16-bit fix).
+    vertex_order : str
+        ``"first-use"``, ``"kept"`` or the reason the order was kept (``"kept: ..."``).
+    fetch_gap_before, fetch_gap_after : float
+        Mean first-use gap (:func:`meshopt_batch.vertex_fetch.first_use_gap`) in and out.
+    buffers : list of BufferOutcome
+        In the order the index buffers were given.
+    """
+
+    source: np.ndarray | None
+    remap: np.ndarray | None
+    vertices_before: int
+    vertices_after: int
+    merged: int
+    copies: int
+    vertex_order: str
+    fetch_gap_before: float
+    fetch_gap_after: float
+    buffers: list
+
+
+def degenerate_mask(triangles: np.ndarray) -> np.ndarray:
+    """Triangles with a repeated index."""
+    t = triangles
+    return (t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])
+
+
+def _invocations(tris: np.ndarray, vertex_count: int, profile: Profile) -> int:
+    if tris.shape[0] == 0:
+        return 0
+    return predict(tris, vertex_count, profile=profile).invocations
+
+
+def numbering_profiles(profile: Profile, vertex_count: int) -> list[Profile]:
+    """The profiles under which renumbering a buffer of ``vertex_count`` vertices can change
+    the predicted invocations (an empty list: none can)."""
+    out = []
+    if profile.memory == "direct" or profile.boundary_16bit:
+        out.append(profile)
+    if profile.memory in ("lookback", "lookback_dx") and not profile.boundary_16bit and vertex_count > BLOCK_16BIT:
+        out.append(profile.with_16bit_boundaries(True))
+    return out
+
+
+def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_remap: bool):
+    """(triangles, remap or None, stats, order) for one buffer: the method's order when it
+    predicts fewer invocations than ``tris`` as given, else ``tris``."""
+    if tris.shape[0] == 0:
+        return tris, None, {}, "input"
+    res = optimize(tris, vertex_count, method=options.method, profile=options.profile, **options.method_params)
+    cand = np.asarray(res.triangles, np.int64)
+    remap = res.vertex_remap
+    if remap is not None and not allow_remap:
+        cand, remap = np.asarray(remap, np.int64)[cand], None
+    count = vertex_count if remap is None else int(len(remap))
+    if _invocations(cand, count, options.profile) < _invocations(tris, vertex_count, options.profile):
+        return cand, remap, dict(res.stats), "optimized"
+    return tris, None, {}, "input"
+
+
+def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetOptions, vertex_ops: bool,
+             with_weld: bool) -> tuple:
+    source = None
+    old_to_new = np.arange(vertex_count, dtype=np.int64)
+    merged = 0
+    tris = inputs
+    count = vertex_count
+    if with_weld:
+        w = weld(records)
+        if w.merged:
+            tris = [w.remap[b] for b in inputs]
+            source, merged, count, old_to_new = w.source, w.merged, int(w.source.shape[0]), w.remap
+    deg_after = [int(degenerate_mask(b).sum()) for b in tris]
+    if options.drop_degenerate:
+        # a buffer of degenerate triangles only is kept whole: a primitive cannot be empty
+        tris = [b[~degenerate_mask(b)] if not degenerate_mask(b).all() else b for b in tris]
+    chosen, orders, stats = [], [], []
+    copies = 0
+    single = vertex_ops and len(tris) == 1
+    for b in tris:
+        t, remap, st, order = _reorder(b, count, options, allow_remap=single)
+        if remap is not None:
+            remap = np.asarray(remap, np.int64)
+            copies = int(len(remap) - len(np.unique(remap)))
+            base = np.arange(count, dtype=np.int64) if source is None else source
+            first_copy = np.full(count, -1, np.int64)
+            first_copy[remap[::-1]] = np.arange(len(remap) - 1, -1, -1, dtype=np.int64)
+            source, count, old_to_new = base[remap], int(len(remap)), first_copy[old_to_new]
+        chosen.append(t)
+        orders.append(order)
+        stats.append(st)
+    vertex_order = "kept" if vertex_ops else "kept: vertex data used elsewhere"
+    if vertex_ops and options.vertex_order and count:
+        order = first_use_order(chosen, count)
+        if not np.array_equal(order, np.arange(count)):
+            inverse = np.empty(count, np.int64)
+            inverse[order] = np.arange(count, dtype=np.int64)
+            renumbered = [inverse[t] for t in chosen]
+            worse = any(_invocations(r, count, p) > _invocations(t, count, p)
+                        for p in numbering_profiles(options.profile, count)
+                        for r, t in zip(renumbered, chosen))
+            if worse:
+                vertex_order = "kept: first-use order predicts more invocations"
+            else:
+                base = np.arange(count, dtype=np.int64) if source is None else source
+                source, chosen, vertex_order = base[order], renumbered, "first-use"
+                old_to_new = inverse[old_to_new]
+        else:
+            vertex_order = "first-use"
+    return source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order
+
+
+def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray], vertex_count: int,
+                        options: SetOptions, *, vertex_ops: bool = True) -> SetOutcome:
+    """Weld, reorder and renumber one vertex buffer and its index buffers (see the module
+    docstring for the rules).
+
+    Parameters
+    ----------
+    records : (V,) void ndarray or None
+        Every vertex's bytes over all its attributes (:func:`meshopt_batch.weld.vertex_records`);
+        ``None`` disables welding.
+    buffers : sequence of (T, 3) integer arrays
+        The index buffers drawn from this vertex buffer.
+    vertex_count : int
+    options : SetOptions
+    vertex_ops : bool, keyword-only
+        ``False`` keeps the vertex buffer unchanged (only triangle orders may change).
+    """
+    inputs = [np.asarray(b, np.int64).reshape(-1, 3) for b in buffers]
+    before = [_invocations(b, vertex_count, options.profile) for b in inputs]
+    deg_before = [int(degenerate_mask(b).sum()) for b in inputs]
+    with_weld = vertex_ops and options.weld and records is not None
+    got = _attempt(records, inputs, vertex_count, options, vertex_ops, with_weld)
+    after = [_invocations(t, got[2], options.profile) for t in got[5]]
+    if with_weld and got[3] and any(a > b for a, b in zip(after, before)):
+        got = _attempt(records, inputs, vertex_count, options, vertex_ops, False)
+        after = [_invocations(t, got[2], options.profile) for t in got[5]]
+    source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order = got
+    if source is not None and count == vertex_count and np.array_equal(source, np.arange(count)):
+        source = None
+    remap = None if source is None else old_to_new
+    outcomes = [
+        BufferOutcome(t, order, b, a, int(i.shape[0]), db,
+                      0 if options.drop_degenerate else da, st)
+        for t, order, b, a, i, db, da, st in zip(chosen, orders, before, after, inputs, deg_before, deg_after, stats)
+    ]
+    return SetOutcome(source, remap, vertex_count, count, merged, copies, vertex_order,
+                      first_use_gap(inputs), first_use_gap(chosen), outcomes)
