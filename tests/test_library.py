@@ -1,0 +1,313 @@
+"""``meshopt-batch optimize DIR -o OUTDIR``: a whole library, its manifest, cache and backends.
+
+The library is made here: procedural meshes in every input format, the small shared meshes
+and glTF assets (when ../shared is present) copied into nested folders, broken files, and
+files that are not meshes.  One local run serves most tests; the Dask test starts a real
+LocalCluster (two worker processes on 127.0.0.1) and compares its outputs and manifest with
+the local run's, byte for byte (``seconds`` aside).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import meshes
+from meshopt_batch.asset import AssetOptions
+from meshopt_batch.io import save_mesh
+from meshopt_batch.optimizers import get_method
+from meshopt_batch.profiles import get_profile
+from meshopt_batch_app.cli import main
+from meshopt_batch_app.library import LibrarySettings, optimize_library
+from meshopt_batch_app.library.discovery import discover
+from meshopt_batch_app.library.manifest import read_manifest
+from meshopt_batch_app.library.runner import RUN_MARKER
+
+SHARED = meshes.shared_meshes_dir()
+SHARED_GLTF = SHARED.parent / "gltf"
+OPTIONS = AssetOptions(get_method("batch"), get_profile("nvidia_gl"), {"use_distance": True, "queue": "fast"})
+BROKEN = {"broken/garbage.ply", "broken/empty.obj", "broken/truncated.glb", "broken/missing_bin.gltf"}
+
+
+def sha(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def shuffled(mesh, seed=0):
+    rng = np.random.default_rng(seed)
+    return mesh.with_triangles(np.asarray(mesh.triangles)[rng.permutation(mesh.triangle_count)])
+
+
+def write_off(mesh, path):
+    lines = ["OFF", f"{mesh.vertex_count} {mesh.triangle_count} 0"]
+    lines += [" ".join(repr(float(c)) for c in p) for p in mesh.positions]
+    lines += ["3 " + " ".join(str(int(i)) for i in t) for t in mesh.triangles]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def write_binary_stl(mesh, path):
+    pos = np.asarray(mesh.positions, np.float32)
+    rows = [b"\0" * 80, struct.pack("<I", mesh.triangle_count)]
+    for t in mesh.triangles:
+        rows.append(struct.pack("<12fH", 0, 0, 0, *pos[t[0]], *pos[t[1]], *pos[t[2]], 0))
+    Path(path).write_bytes(b"".join(rows))
+
+
+def make_library(root: Path) -> Path:
+    proc = root / "procedural"
+    (proc / "nested" / "deeper").mkdir(parents=True)
+    save_mesh(shuffled(meshes.torus(40, 20)), proc / "torus.ply")
+    shutil.copy(proc / "torus.ply", proc / "nested" / "deeper" / "torus.ply")
+    save_mesh(shuffled(meshes.uv_sphere(12, 24), 1), proc / "sphere.obj")
+    write_off(shuffled(meshes.icosphere(2), 2), proc / "ico.off")
+    write_binary_stl(shuffled(meshes.grid(10, 6), 3), proc / "grid.stl")
+    save_mesh(shuffled(meshes.grid(10, 6), 4), proc / "grid.ply")
+    save_mesh(shuffled(meshes.icosphere(1), 5), proc / "nested" / "ico.glb")
+    tree = SHARED / "tree_quaternius_birch8.ply"
+    if tree.is_file():
+        for sub in ("shared", "shared/copy", "shared/copy/again"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tree, root / sub / tree.name)
+    for name in ("TextureCoordinateTest", "BoxInterleaved", "PrimitiveMode08"):
+        if (SHARED_GLTF / name).is_dir():
+            shutil.copytree(SHARED_GLTF / name, root / "gltf" / name)
+    if (SHARED_GLTF / "TextureCoordinateTest").is_dir():
+        shutil.copytree(SHARED_GLTF / "TextureCoordinateTest", root / "gltf" / "again" / "TextureCoordinateTest")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "garbage.ply").write_bytes(b"ply\nformat nonsense 9\nend_header\n\x01\x02")
+    (broken / "empty.obj").write_text("# nothing here\n")
+    (broken / "truncated.glb").write_bytes((proc / "nested" / "ico.glb").read_bytes()[:40])
+    (broken / "missing_bin.gltf").write_text(json.dumps({
+        "asset": {"version": "2.0"}, "buffers": [{"uri": "absent.bin", "byteLength": 36}],
+        "bufferViews": [{"buffer": 0, "byteLength": 36}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3"}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}]}))
+    (root / "notes.txt").write_text("not a mesh\n")
+    (root / "textures").mkdir()
+    (root / "textures" / "unused.png").write_bytes(b"\x89PNG not really")
+    return root
+
+
+def expected_status(path: str) -> str:
+    if path in BROKEN:
+        return "failed"
+    if path.startswith("gltf/PrimitiveMode08/"):
+        return "passed-through"
+    return "ok"
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    return make_library(tmp_path_factory.mktemp("lib") / "library")
+
+
+@pytest.fixture(scope="module")
+def local_run(library, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "optimized"
+    result = optimize_library(library, out, OPTIONS, LibrarySettings(workers=2, progress=False))
+    return out, result
+
+
+def output_files(out: Path) -> dict[str, str]:
+    return {p.relative_to(out).as_posix(): sha(p) for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def without_seconds(manifest: Path) -> list[dict]:
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    for row in rows:
+        row.pop("seconds")
+    return rows
+
+
+# ------------------------------------------------------------------------------ discovery
+def test_discovery_names_outputs_and_skips_other_files(tmp_path):
+    for name in ("a/x.stl", "a/x.ply", "a/y.STL", "a/z.off", "b/m.gltf", "b/m.bin", "c.txt",
+                 "a/.x.ply.meshopt-batch-abc.tmp", "out/old.ply"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"12345")
+    found = {f.path: f.output for f in discover(tmp_path, tmp_path / "out")}
+    assert found == {"a/x.ply": "a/x.ply", "a/x.stl": "a/x.stl.ply", "a/y.STL": "a/y.ply",
+                     "a/z.off": "a/z.ply", "b/m.gltf": "b/m.gltf"}
+
+
+# ------------------------------------------------------------------------------ a local run
+def test_manifest_has_one_entry_per_mesh_file_with_hashes(library, local_run):
+    out, result = local_run
+    inputs = {f.path for f in discover(library)}
+    entries = read_manifest(out / "manifest.jsonl")
+    assert set(entries) == inputs
+    assert len((out / "manifest.jsonl").read_text().splitlines()) == len(inputs)
+    assert [e["path"] for e in result.entries] == sorted(inputs)
+    for path, e in entries.items():
+        assert e["status"] == expected_status(path), (path, e)
+        assert e["input_sha256"] == sha(library / path)
+        if e["status"] == "failed":
+            assert "\n" not in e["error"] and e["error"], path
+            assert not (out / e["output"]).exists()
+            continue
+        assert e["output_sha256"] == sha(out / e["output"])
+        for uri, digest in (e.get("output_references") or {}).items():
+            assert sha((out / e["output"]).parent / uri) == digest
+        for prof, pair in e["invocations"].items():
+            assert pair["after"] <= pair["before"], (path, prof)
+    assert result.counts["failed"] == len(BROKEN)
+    assert entries["procedural/torus.ply"]["copied_from"] == "procedural/nested/deeper/torus.ply"
+    assert entries["procedural/grid.stl"]["output"] == "procedural/grid.stl.ply"
+    assert entries["broken/empty.obj"]["error"].startswith("broken/empty.obj: ")
+    assert str(library) not in (out / "manifest.jsonl").read_text()
+
+
+def test_outputs_equal_the_one_file_command(library, local_run, tmp_path, capsys):
+    out, result = local_run
+    for e in result.entries:
+        if e["status"] == "failed":
+            continue
+        single = tmp_path / e["output"]
+        single.parent.mkdir(parents=True, exist_ok=True)
+        assert main(["optimize", str(library / e["path"]), "-o", str(single)]) == 0, e["path"]
+        assert sha(single) == e["output_sha256"], e["path"]
+        for uri, digest in (e.get("output_references") or {}).items():
+            assert sha(single.parent / uri) == digest, (e["path"], uri)
+    capsys.readouterr()
+
+
+def test_non_mesh_files_are_left_alone(local_run):
+    out, _ = local_run
+    files = output_files(out)
+    assert "notes.txt" not in files and "textures/unused.png" not in files
+    assert not (out / RUN_MARKER).exists()
+    assert not [p for p in files if ".meshopt-batch-" in p]
+
+
+def test_rerun_only_verifies_and_a_changed_file_is_redone(library, tmp_path):
+    out = tmp_path / "out"
+    first = optimize_library(library, out, OPTIONS, LibrarySettings(workers=1, progress=False))
+    before = output_files(out)
+    again = optimize_library(library, out, OPTIONS, LibrarySettings(workers=1, progress=False))
+    assert again.computed == 0 and again.workers == 0
+    for a, b in zip(first.entries, again.entries, strict=True):
+        assert b["status"] == ("failed" if a["status"] == "failed" else "cached")
+        assert {k: v for k, v in a.items() if k not in ("status", "seconds")} == \
+               {k: v for k, v in b.items() if k not in ("status", "seconds")}
+    changed = library / "procedural" / "sphere.obj"
+    original = changed.read_bytes()
+    try:
+        save_mesh(shuffled(meshes.uv_sphere(12, 24), 9), changed)
+        third = optimize_library(library, out, OPTIONS, LibrarySettings(workers=1, progress=False))
+    finally:
+        changed.write_bytes(original)
+    statuses = {e["path"]: e["status"] for e in third.entries}
+    assert third.computed == 1 and statuses["procedural/sphere.obj"] == "ok"
+    assert sorted(p for p, s in statuses.items() if s == "cached") == \
+           sorted(e["path"] for e in first.entries if e["status"] != "failed" and e["path"] != "procedural/sphere.obj")
+    after = output_files(out)
+    assert {k for k in before if before[k] != after[k]} == {"procedural/sphere.obj", "manifest.jsonl"}
+
+
+def test_cli_json_and_exit_codes(library, tmp_path, capsys):
+    out = tmp_path / "o"
+    code = main(["optimize", str(library), "-o", str(out), "--workers", "1", "--json"])
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert code == 1
+    assert summary["files"] == len(discover(library))
+    assert summary["status"]["failed"] == len(BROKEN)
+    assert sorted(f["path"] for f in summary["failed"]) == sorted(BROKEN)
+    assert len([ln for ln in captured.err.splitlines() if ln.startswith("meshopt-batch: broken/")]) == len(BROKEN)
+    clean = tmp_path / "clean"
+    shutil.copytree(library / "procedural", clean / "procedural")
+    assert main(["optimize", str(clean), "-o", str(tmp_path / "o2"), "--no-progress"]) == 0
+    assert "0 failed" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--workers", "0"], "--workers 0"),
+    (["--max-memory", "lots"], "--max-memory 'lots'"),
+    (["--scheduler", "localhost"], "--scheduler 'localhost'"),
+])
+def test_bad_library_arguments_exit_2(library, tmp_path, capsys, extra, message):
+    assert main(["optimize", str(library), "-o", str(tmp_path / "o"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_folder_options_refused_for_one_file_and_outdir_inside_rules(library, tmp_path, capsys):
+    mesh = tmp_path / "t.ply"
+    save_mesh(meshes.torus(8, 4), mesh)
+    assert main(["optimize", str(mesh), "-o", str(tmp_path / "o.ply"), "--workers", "2"]) == 2
+    assert "--workers: only for a folder" in capsys.readouterr().err
+    assert main(["optimize", str(library), "-o", str(library)]) == 2
+    assert main(["optimize", str(library / "procedural"), "-o", str(library)]) == 2
+    assert "must not be" in capsys.readouterr().err
+
+
+def test_output_folder_inside_the_library_is_not_an_input(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    save_mesh(shuffled(meshes.torus(10, 6)), lib / "t.ply")
+    for _ in range(2):
+        result = optimize_library(lib, lib / "optimized", OPTIONS, LibrarySettings(workers=1, progress=False))
+        assert [e["path"] for e in result.entries] == ["t.ply"]
+
+
+# ------------------------------------------------------------------------------ kill -9
+def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
+    lib = tmp_path / "lib"
+    for i in range(8):
+        (lib / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        save_mesh(shuffled(meshes.torus(160 + 8 * i, 80), i), lib / f"d{i % 3}" / f"torus{i}.ply")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "meshopt_batch_app", "optimize", str(lib), "-o", str(out),
+                             "--workers", "1", "--no-progress"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    manifest = out / "manifest.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if manifest.is_file() and manifest.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)                          # the worker follows its parent (PR_SET_PDEATHSIG)
+    assert (out / RUN_MARKER).exists()
+    killed = read_manifest(manifest)
+    assert 2 <= len(killed) < 8
+    stale = out / "d1" / ".torus1.ply.meshopt-batch-x1y2z3.tmp"
+    stale.write_bytes(b"partial")
+    result = optimize_library(lib, out, OPTIONS, LibrarySettings(workers=2, progress=False))
+    assert [e["status"] for e in result.entries] == ["ok"] * 8
+    assert result.computed == 8 - len(killed)
+    lines = manifest.read_text().splitlines()
+    assert sorted(json.loads(ln)["path"] for ln in lines) == sorted(e["path"] for e in result.entries)
+    assert len(lines) == 8
+    leftovers = [p for p in out.rglob("*") if p.is_file() and (".meshopt-batch-" in p.name or p.name == RUN_MARKER)]
+    assert leftovers == []
+    for e in result.entries:
+        assert sha(out / e["output"]) == e["output_sha256"]
+
+
+# ------------------------------------------------------------------------------ Dask
+def test_dask_cluster_run_equals_local_run(library, local_run, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    local_out, local_result = local_run
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        out = tmp_path / "dask"
+        result = optimize_library(library, out, OPTIONS,
+                                  LibrarySettings(scheduler=cluster.scheduler_address, progress=False))
+    assert result.workers == 2
+    assert without_seconds(out / "manifest.jsonl") == without_seconds(local_out / "manifest.jsonl")
+    ours, theirs = output_files(out), output_files(local_out)
+    ours.pop("manifest.jsonl"), theirs.pop("manifest.jsonl")
+    assert ours == theirs
