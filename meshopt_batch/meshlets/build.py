@@ -1,0 +1,69 @@
+"""The one entry point of the meshlet builders: :func:`build_meshlets` (method by name)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MeshoptBatchError
+from ..reuse import as_index_array
+from .batch import build_meshlets_batch
+from .greedy import build_meshlets_greedy
+from .meshoptimizer_peer import available as meshoptimizer_available
+from .meshoptimizer_peer import build_meshlets_meshoptimizer
+from .result import MeshletResult, check_limits
+
+__all__ = ["DEFAULT_METHOD", "METHODS", "available_methods", "build_meshlets"]
+
+#: Builder names (``--method``), the default first.
+METHODS = ("batch", "greedy", "meshoptimizer")
+DEFAULT_METHOD = "batch"
+
+
+def available_methods() -> list[str]:
+    """The builders that can run here (``meshoptimizer`` needs ``almeshopt``)."""
+    return [m for m in METHODS if m != "meshoptimizer" or meshoptimizer_available()]
+
+
+def build_meshlets(triangles, positions, *, max_vertices: int = 64, max_triangles: int = 126,
+                   method: str = DEFAULT_METHOD, cone_weight: float = 0.0) -> MeshletResult:
+    """Cut an index buffer into meshlets of at most ``max_vertices`` vertices and
+    ``max_triangles`` triangles.
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        Index buffer; every triangle lands in exactly one meshlet with its corner order.
+    positions : (V, 3) float array
+        Vertex positions (the normal-cone weight and the peer use them).
+    max_vertices : int
+        3..256 (local indices are bytes).
+    max_triangles : int
+        1..512.
+    method : {"batch", "greedy", "meshoptimizer"}
+    cone_weight : float
+        0..1: weight of normal-cone tightness (``batch`` and ``meshoptimizer``; 0 = off).
+
+    Returns
+    -------
+    MeshletResult
+    """
+    max_v, max_t = check_limits(max_vertices, max_triangles)
+    pos = np.asarray(positions)
+    if pos.ndim != 2 or pos.shape[1] != 3 or not np.issubdtype(pos.dtype, np.floating):
+        raise MeshoptBatchError(f"positions must be a (V, 3) float array, got {pos.dtype} {pos.shape}")
+    tris, vertex_count = as_index_array(triangles, pos.shape[0])
+    try:
+        weight = float(cone_weight)
+    except (TypeError, ValueError):
+        raise MeshoptBatchError(f"cone_weight must be a number, got {cone_weight!r}") from None
+    if not 0.0 <= weight <= 1.0:
+        raise MeshoptBatchError(f"cone_weight must be in 0..1, got {cone_weight!r}")
+    if method == "batch":
+        return build_meshlets_batch(tris, pos, vertex_count, max_v, max_t, cone_weight=weight)
+    if method == "greedy":
+        if weight:
+            raise MeshoptBatchError("method 'greedy' has no cone weight (use batch or meshoptimizer)")
+        return build_meshlets_greedy(np.ascontiguousarray(tris, np.int64), vertex_count, max_v, max_t)
+    if method == "meshoptimizer":
+        return build_meshlets_meshoptimizer(tris, pos, max_v, max_t, cone_weight=weight)
+    raise MeshoptBatchError(f"unknown meshlet method {method!r} (known: {', '.join(METHODS)})")
