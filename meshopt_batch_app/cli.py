@@ -14,7 +14,7 @@ import sys
 
 from meshopt_batch.errors import MeshoptBatchError
 
-SUBCOMMANDS = ("analyze", "compare", "optimize", "probe", "simulate", "report")
+SUBCOMMANDS = ("analyze", "compare", "optimize", "meshlets", "probe", "simulate", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.profiles import get_profile
 
 from ..options import add_method, add_profile, split_values
+from .meshlets import add_compare_option, run_compare
 
 
 def add_parser(subparsers):
@@ -30,10 +31,13 @@ def add_parser(subparsers):
                    "and method) as CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    add_compare_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.meshlets:
+        return run_compare(args)
     profiles = split_values(args.profile)
     for spec in profiles or []:
         get_profile(spec)
