@@ -142,7 +142,7 @@ def analyze_meshlets(result: MeshletResult, positions, *, views: int = DEFAULT_V
         center = (lo + hi) / 2
         radius = float(np.linalg.norm(used - center, axis=1).max())
         cameras, planes = random_views(center, radius, views, seed)
-        for cam, pl in zip(cameras, planes):
+        for cam, pl in zip(cameras, planes, strict=True):
             c = cone_culled(bounds, cam)
             f = frustum_culled(bounds, pl)
             cone += c.mean()

@@ -96,7 +96,7 @@ class MeshletResult:
 
     @classmethod
     def from_slices(cls, meshlets, meshlet_vertices, meshlet_triangles, max_vertices: int,
-                    max_triangles: int, stats: dict | None = None) -> "MeshletResult":
+                    max_triangles: int, stats: dict | None = None) -> MeshletResult:
         """Repack meshlets whose offsets may leave gaps (e.g. a peer's padded, over-allocated
         buffers) into the dense layout."""
         ml = np.asarray(meshlets, np.int64).reshape(-1, 4)
