@@ -9,6 +9,7 @@ from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
 
 from ..options import add_profile, split_values
+from .meshlets import add_analyze_option, analyze_rows, format_analyze
 
 
 def add_parser(subparsers):
@@ -21,6 +22,7 @@ def add_parser(subparsers):
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
     add_profile(p, multiple=True, default_help="every built-in profile")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_analyze_option(p)
     p.set_defaults(func=run)
 
 
@@ -52,6 +54,8 @@ def run(args) -> int:
     if len(meshes) > 1:
         out["primitives"] = [{"name": m.name, "triangles": m.triangle_count, "vertices": m.vertex_count}
                              for m in meshes]
+    if args.meshlets and meshes:
+        out["meshlets"] = analyze_rows(meshes, args.meshlets)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -61,4 +65,6 @@ def run(args) -> int:
     for r in results:
         print(f"{r['profile']:<16}{r['invocations']:>12}{r['asr']:>8.3f}{r['acmr']:>8.3f}"
               f"{r['atvr']:>8.3f}{r['batches']:>9}")
+    if args.meshlets:
+        print(format_analyze(out["meshlets"]))
     return 0
