@@ -19,7 +19,7 @@ import pytest
 
 import meshes
 from meshopt_batch.errors import MeshError
-from meshopt_batch.io import load_mesh, load_meshes, save_mesh
+from meshopt_batch.io import load_draws, load_mesh, load_meshes, save_mesh
 from meshopt_batch.io.gltf_document import load_document, read_accessor
 from meshopt_batch.mesh import Mesh
 
@@ -136,8 +136,8 @@ def test_gltf_reader_primitives_names_and_index_types(tmp_path, binary):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         ms = load_meshes(p)
-    messages = " | ".join(str(x.message) for x in w)
-    assert "strip converted" in messages and "1 point/line primitive(s) skipped" in messages
+    messages = [str(x.message) for x in w]
+    assert messages == [f"{p}: 1 point/line primitive(s) skipped"]  # a strip converts silently
     assert [m.name for m in ms] == ["Quad[0]", "Quad[1]", "Tri"]
     quad, strip, tri = ms
     assert quad.triangles.tolist() == [[0, 1, 2], [0, 2, 3]]
@@ -145,11 +145,38 @@ def test_gltf_reader_primitives_names_and_index_types(tmp_path, binary):
     assert quad.attributes["normal"].tolist() == [[0, 0, 1]] * 6
     assert np.array_equal(quad.attributes["uv"], quad.positions[:, :2] / 2)
     assert strip.triangles.tolist() == [[1, 4, 2], [4, 5, 2]]  # strip winding alternates
+    assert strip.meta["gltf_mode"] == 5 and "gltf_mode" not in quad.meta
     assert tri.index_dtype == np.uint32
     assert tri.positions.tolist() == [[0, 0, 0], [1, 0, 0], [0, 1, 0]]  # sparse applied
     assert (quad.meta["gltf_mesh"], quad.meta["gltf_primitive"], quad.meta["material"]) == (0, 0, 0)
     world = np.array(quad.meta["world_matrix"])
     assert np.allclose(world @ [1, 1, 0, 1], [2, 2, -5, 1])
+
+
+def test_load_draws_notes_instead_of_warnings(tmp_path):
+    p = build_gltf(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        meshes_, notes = load_draws(p)
+    assert [m.name for m in meshes_] == ["Quad[0]", "Quad[1]", "Tri"]
+    assert notes == ["1 point/line primitive(s) skipped"]
+
+
+def test_load_draws_of_lines_only_gives_no_mesh_and_a_note(tmp_path):
+    p = tmp_path / "lines.gltf"
+    idx = np.array([0, 1, 1, 2], np.uint16).tobytes()
+    pos = np.eye(3, dtype=np.float32).tobytes()
+    uri = "data:application/octet-stream;base64," + base64.b64encode(pos + idx).decode()
+    p.write_text(json.dumps({
+        "asset": {"version": "2.0"}, "buffers": [{"byteLength": 44, "uri": uri}],
+        "bufferViews": [{"buffer": 0, "byteLength": 36}, {"buffer": 0, "byteOffset": 36, "byteLength": 8}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [0, 0, 0], "max": [1, 1, 1]},
+                      {"bufferView": 1, "componentType": 5123, "count": 4, "type": "SCALAR"}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1, "mode": 1}]}]}))
+    assert load_draws(p) == ([], ["1 point/line primitive(s) skipped", "no triangle primitives"])
+    with pytest.raises(MeshError, match="only point/line primitives"):
+        load_meshes(p)
 
 
 def test_load_mesh_of_gltf_is_the_whole_model_in_world_space(tmp_path):

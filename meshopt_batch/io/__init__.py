@@ -39,8 +39,8 @@ What the readers do:
 * glTF: every triangle primitive is its own :class:`Mesh` (its own index buffer), named
   after its mesh (``name[p]`` when the mesh has several primitives), positions in the
   mesh's local space; the index accessor type is kept (uint8 is read as uint16).
-  Triangle strips and fans are converted to lists (warning); points/lines primitives are
-  skipped (warning).  ``meta`` records the mesh/primitive numbers, material, the world
+  Triangle strips and fans are converted to lists (``meta["gltf_mode"]`` says which);
+  points/lines primitives are skipped (warning; :func:`load_draws` returns a note instead).  ``meta`` records the mesh/primitive numbers, material, the world
   matrix of the first node using the mesh, and that texture coordinates have their origin
   at the top left (glTF's convention; OBJ and PLY use the bottom left, and the writers
   flip ``v`` when a mesh goes from one convention to the other).
@@ -75,7 +75,7 @@ from .ply import read_ply, write_ply
 from .stl import read_stl
 
 __all__ = ["LOAD_FORMATS", "READERS", "SAVE_FORMATS", "UV_TOP_LEFT", "WRITERS", "WRITE_BACK_FORMATS",
-           "load_mesh", "load_meshes", "save_mesh"]
+           "load_draws", "load_mesh", "load_meshes", "save_mesh"]
 
 #: Reader of each file suffix: ``(file bytes, path) -> meshes in file order``.
 READERS: dict[str, Callable[[bytes, Path], list[Mesh]]] = {
@@ -110,7 +110,24 @@ def load_meshes(path: str | os.PathLike) -> list[Mesh]:
     Returns one mesh for OBJ, PLY, OFF and STL, and one per triangle primitive for glTF.
     Raises :class:`MeshError` naming the file when it cannot be used.
     """
-    path = Path(path)
+    return _load(Path(path), None)
+
+
+def load_draws(path: str | os.PathLike) -> tuple[list[Mesh], list[str]]:
+    """Every mesh (index buffer) in a file, and one-line notes on what was skipped.
+
+    As :func:`load_meshes`, except that a glTF's point/line primitives are noted (no
+    warning) and a glTF with point/line primitives only gives no mesh and a note instead of
+    an error.
+    """
+    notes: list[str] = []
+    meshes = _load(Path(path), notes)
+    if not meshes:
+        notes.append("no triangle primitives")
+    return meshes, notes
+
+
+def _load(path: Path, notes: list | None) -> list[Mesh]:
     ext = path.suffix.lower()
     if ext not in READERS:
         raise MeshError(
@@ -126,7 +143,7 @@ def load_meshes(path: str | os.PathLike) -> list[Mesh]:
     if not data:
         raise MeshError(f"{path}: empty file")
     try:
-        meshes = READERS[ext](data, path)
+        meshes = read_gltf(data, path, notes) if READERS[ext] is read_gltf else READERS[ext](data, path)
     except MeshError:
         raise
     except Refusal as exc:

@@ -1,10 +1,11 @@
 """Reading glTF 2.0 geometry: one :class:`Mesh` per triangle primitive, and the scene graph
 that places each one.
 
-Every triangle primitive (mode 4, and strips/fans converted to lists with a warning) is its
-own mesh with its own index buffer, named after its mesh (``name[p]`` when the mesh has
-several primitives), positions in the mesh's local space; ``uint8`` indices are read as
-``uint16``.  Points and lines are skipped (warning).  ``meta`` records the mesh and
+Every triangle primitive (mode 4, and strips/fans converted to lists, which loses nothing
+and is noted in ``meta["gltf_mode"]``) is its own mesh with its own index buffer, named after
+its mesh (``name[p]`` when the mesh has several primitives), positions in the mesh's local
+space; ``uint8`` indices are read as ``uint16``.  Points and lines are skipped (a warning,
+or a note in the caller's ``notes`` list).  ``meta`` records the mesh and
 primitive numbers, the material, the world matrix of the first node of the default scene
 using the mesh, and that texture coordinates have their origin at the top left.
 
@@ -40,12 +41,9 @@ from ..mesh import Mesh
 from ..transform import transform_mesh
 from .common import UV_TOP_LEFT, Refusal
 from .gltf_document import attribute_array, load_document, read_accessor, semantic_to_key
+from .gltf_draws import TRIANGLE_MODES, strip_fan_to_list
 
 __all__ = ["node_matrix", "read_gltf", "to_world_space", "triangle_slots", "world_matrices"]
-
-#: Primitive modes that hold triangles: list, strip, fan.
-TRIANGLE_MODES = (4, 5, 6)
-
 
 def node_matrix(node: dict) -> np.ndarray:
     """The 4x4 local transform of a glTF node: its ``matrix``, else ``T * R * S``."""
@@ -85,8 +83,9 @@ def world_matrices(doc: dict) -> dict[int, np.ndarray]:
     return out
 
 
-def triangle_slots(doc: dict, path: Path, warn: bool = True) -> list[tuple[int, int]]:
-    """(mesh, primitive) of every triangle primitive, in file order."""
+def triangle_slots(doc: dict, path: Path, warn: bool = True, notes: list | None = None) -> list[tuple[int, int]]:
+    """(mesh, primitive) of every triangle primitive, in file order; skipped point/line
+    primitives are warned about, or counted in ``notes`` when a list is given."""
     slots = []
     skipped = 0
     for mi, mesh in enumerate(doc.get("meshes", [])):
@@ -95,26 +94,23 @@ def triangle_slots(doc: dict, path: Path, warn: bool = True) -> list[tuple[int, 
                 slots.append((mi, pi))
             else:
                 skipped += 1
-    if skipped and warn:
+    if skipped and notes is not None:
+        notes.append(f"{skipped} point/line primitive(s) skipped")
+    elif skipped and warn:
         warnings.warn(f"{path}: {skipped} point/line primitive(s) skipped", stacklevel=4)
     return slots
 
 
-def _strip_fan_to_list(idx: np.ndarray, mode: int) -> np.ndarray:
-    """Triangle list of a strip (mode 5, winding alternating) or a fan (mode 6)."""
-    n = idx.size - 2
-    if n <= 0:
-        return np.zeros((0, 3), idx.dtype)
-    i = np.arange(n)
-    if mode == 5:  # strip: {v_i, v_{i+(1+i%2)}, v_{i+(2-i%2)}}
-        return np.stack([idx[i], idx[i + 1 + i % 2], idx[i + 2 - i % 2]], axis=1)
-    return np.stack([idx[i + 1], idx[i + 2], np.full(n, idx[0])], axis=1)  # fan
+def read_gltf(data: bytes, path: Path, notes: list | None = None) -> list[Mesh]:
+    """One mesh per triangle primitive of a ``.gltf``/``.glb`` file, in file order.
 
-
-def read_gltf(data: bytes, path: Path) -> list[Mesh]:
-    """One mesh per triangle primitive of a ``.gltf``/``.glb`` file, in file order."""
+    With a ``notes`` list, skipped point/line primitives are noted there (not warned) and a
+    file whose primitives are all points or lines gives no mesh instead of a refusal.
+    """
     doc, buffers = load_document(data, path)
-    slots = triangle_slots(doc, path)
+    slots = triangle_slots(doc, path, notes=notes)
+    if not slots and notes is not None and any(m.get("primitives") for m in doc.get("meshes", [])):
+        return []
     if not slots:
         if any(m.get("primitives") for m in doc.get("meshes", [])):
             raise Refusal("no triangles: only point/line primitives")
@@ -163,14 +159,10 @@ def read_gltf(data: bytes, path: Path) -> list[Mesh]:
         except Refusal as exc:
             raise Refusal(f"{where}: {exc}") from None
         mode = int(prim.get("mode", 4))
-        if mode == 4:
-            if idx.size % 3:
-                raise Refusal(f"{where}: {idx.size} indices is not a multiple of 3")
-            tris = idx.reshape(-1, 3)
-        else:
-            warnings.warn(f"{path}: {where}: triangle {'strip' if mode == 5 else 'fan'} converted to a list",
-                          stacklevel=3)
-            tris = _strip_fan_to_list(idx, mode)
+        try:
+            tris = strip_fan_to_list(idx, mode)
+        except Refusal as exc:
+            raise Refusal(f"{where}: {exc}") from None
         if tris.size and int(tris.max()) >= V:
             raise Refusal(f"{where}: index {int(tris.max())} out of range (the primitive has {V} vertices)")
         meta = {
@@ -181,6 +173,8 @@ def read_gltf(data: bytes, path: Path) -> list[Mesh]:
         }
         if "material" in prim:
             meta["material"] = prim["material"]
+        if mode != 4:
+            meta["gltf_mode"] = mode
         nodes = users.get(mi, [])
         placed = [n for n in nodes if n in world]
         if placed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from meshopt_batch.io import load_meshes
+from meshopt_batch.io import load_draws
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
 
@@ -17,7 +17,7 @@ def add_parser(subparsers):
         "analyze", help="predict vertex-shader invocations, ASR, ACMR, ATVR and batches per profile",
         description="Predict vertex-shader work of MESH with the batch model of paper 001 "
         "(Algorithm 1) for each profile. A file with several index buffers (glTF primitives) "
-        "is reported as the sum of its draws.",
+        "is reported as the sum of its draws, and each draw on its own (--json: \"primitives\").",
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
     add_profile(p, multiple=True, default_help="every built-in profile")
@@ -26,34 +26,55 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
+def _row(prof, invocations: int, batches: int, triangles: int, vertices: int) -> dict:
+    asr = invocations / triangles if triangles else 0.0
+    return {"profile": prof.name, "invocations": invocations, "asr": asr, "acmr": asr,
+            "atvr": invocations / vertices if vertices else 0.0, "batches": batches}
+
+
+def primitive_rows(meshes, profiles) -> list[dict]:
+    """One record per index buffer (draw): name, glTF mesh and primitive numbers, triangles,
+    vertices, and a result row per profile."""
+    out = []
+    for i, mesh in enumerate(meshes):
+        results = []
+        for prof in profiles:
+            pred = predict(mesh.triangles, mesh.vertex_count, profile=prof)
+            results.append(_row(prof, pred.invocations, pred.batches, pred.triangles, pred.vertices))
+            results[-1]["_vertices"] = pred.vertices
+        out.append({"name": mesh.name, "mesh": int(mesh.meta.get("gltf_mesh", i)),
+                    "primitive": int(mesh.meta.get("gltf_primitive", 0)), "triangles": mesh.triangle_count,
+                    "vertices": mesh.vertex_count, "results": results})
+    return out
+
+
+def summed_rows(primitives, profiles) -> list[dict]:
+    """The draws' predictions summed per profile (the file's figures)."""
+    rows = []
+    for k, prof in enumerate(profiles):
+        parts = [p["results"][k] for p in primitives]
+        rows.append(_row(prof, sum(r["invocations"] for r in parts), sum(r["batches"] for r in parts),
+                         sum(p["triangles"] for p in primitives), sum(r["_vertices"] for r in parts)))
+    for p in primitives:
+        for r in p["results"]:
+            del r["_vertices"]
+    return rows
+
+
 def analyze_meshes(meshes, profiles) -> list[dict]:
     """Sum the predictions of every index buffer (draw) for each profile (Profile objects)."""
-    rows = []
-    for prof in profiles:
-        total = {"invocations": 0, "batches": 0, "triangles": 0, "vertices": 0}
-        for mesh in meshes:
-            pred = predict(mesh.triangles, profile=prof, vertex_count=mesh.vertex_count)
-            total["invocations"] += pred.invocations
-            total["batches"] += pred.batches
-            total["triangles"] += pred.triangles
-            total["vertices"] += pred.vertices
-        t, v = total["triangles"], total["vertices"]
-        asr = total["invocations"] / t if t else 0.0
-        rows.append({"profile": prof.name, "invocations": total["invocations"], "asr": asr,
-                     "acmr": asr, "atvr": total["invocations"] / v if v else 0.0,
-                     "batches": total["batches"]})
-    return rows
+    return summed_rows(primitive_rows(meshes, profiles), profiles)
 
 
 def run(args) -> int:
     profiles = [get_profile(spec) for spec in split_values(args.profile) or builtin_profile_names()]
-    meshes = load_meshes(args.mesh)
-    results = analyze_meshes(meshes, profiles)
+    meshes, notes = load_draws(args.mesh)
+    primitives = primitive_rows(meshes, profiles)
+    results = summed_rows(primitives, profiles)
     out = {"mesh": args.mesh, "triangles": sum(m.triangle_count for m in meshes),
-           "vertices": sum(m.vertex_count for m in meshes), "results": results}
-    if len(meshes) > 1:
-        out["primitives"] = [{"name": m.name, "triangles": m.triangle_count, "vertices": m.vertex_count}
-                             for m in meshes]
+           "vertices": sum(m.vertex_count for m in meshes), "results": results, "primitives": primitives}
+    if notes:
+        out["notes"] = notes
     if args.meshlets and meshes:
         out["meshlets"] = analyze_rows(meshes, args.meshlets)
     if args.json:
@@ -61,6 +82,10 @@ def run(args) -> int:
         return 0
     print(f"{args.mesh}: {out['triangles']} triangles, {out['vertices']} vertices"
           + (f" in {len(meshes)} index buffers" if len(meshes) > 1 else ""))
+    for note in notes:
+        print(f"note: {note}")
+    if not meshes:
+        return 0
     print(f"{'profile':<16}{'invocations':>12}{'ASR':>8}{'ACMR':>8}{'ATVR':>8}{'batches':>9}")
     for r in results:
         print(f"{r['profile']:<16}{r['invocations']:>12}{r['asr']:>8.3f}{r['acmr']:>8.3f}"

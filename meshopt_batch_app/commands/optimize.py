@@ -34,10 +34,12 @@ DEFAULT_PROFILE = "nvidia_gl"
 
 def add_parser(subparsers):
     p = subparsers.add_parser(
-        "optimize", help="reorder triangles for a GPU profile and write the mesh",
-        description="Reorder the triangles of MESH (each index buffer on its own) with the batch "
-        "optimizer of paper 001 (Algorithm 2) or a classic method, print the predicted ASR before "
-        "and after for the target profile, and write OUT (format from its extension).",
+        "optimize", help="weld, reorder and renumber a mesh's draws for a GPU profile and write it",
+        description="Weld bit-identical vertices, reorder the triangles of every index buffer of MESH "
+        "with the batch optimizer of paper 001 (Algorithm 2) or a classic method (keeping the input "
+        "order where that predicts no more invocations), renumber vertices in first-use order, print "
+        "the predicted ASR before and after for the target profile, and write OUT (format from its "
+        "extension; a glTF keeps its document, external files and sharing).",
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file, or a folder of them (a library)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file: .obj, .ply, .glb or .gltf")
@@ -52,6 +54,17 @@ def add_parser(subparsers):
                    "(no lookahead among two-vertex candidates, no small-component filling)")
     p.add_argument("--queue", choices=("fast", "fibheap"), default="fast",
                    help="batch: compiled bucket queue (default) or the fibheap package (slow reference)")
+    p.add_argument("--no-weld", action="store_true",
+                   help="keep bit-identical vertices apart (and non-indexed primitives without indices)")
+    p.add_argument("--keep-vertex-order", action="store_true",
+                   help="do not renumber vertices in first-use (vertex-fetch) order")
+    p.add_argument("--keep-index-type", action="store_true",
+                   help="keep each index buffer's input index type (default: the smallest that fits)")
+    p.add_argument("--drop-degenerate", action="store_true",
+                   help="remove triangles with a repeated index (default: keep them; counted either way)")
+    p.add_argument("--embed", action="store_true",
+                   help=".gltf output: buffers and images as data: URIs (default: external files kept "
+                   "external, copied beside the output)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_library_arguments(p)
     p.set_defaults(func=run)
@@ -73,7 +86,9 @@ def run(args) -> int:
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
-    asset_options = AssetOptions(method, prof, options)
+    asset_options = AssetOptions(method, prof, options, weld=not args.no_weld,
+                                 vertex_order=not args.keep_vertex_order, keep_index_type=args.keep_index_type,
+                                 drop_degenerate=args.drop_degenerate, embed=args.embed)
     if src_path.is_dir():
         return optimize_directory(args, asset_options)
     reject_directory_options(args)
