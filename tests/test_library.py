@@ -260,6 +260,22 @@ def test_output_folder_inside_the_library_is_not_an_input(tmp_path):
         assert [e["path"] for e in result.entries] == ["t.ply"]
 
 
+def test_report_library_summarises_the_manifest(local_run, tmp_path, capsys):
+    out, result = local_run
+    assert main(["report", "--library", str(out), "-o", str(tmp_path / "rep"), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    before = sum(e["invocations"]["nvidia_gl"]["before"] for e in result.entries if "invocations" in e)
+    after = sum(e["invocations"]["nvidia_gl"]["after"] for e in result.entries if "invocations" in e)
+    row = next(r for r in rep["invocations"] if r["profile"] == "nvidia_gl")
+    assert (row["before"], row["after"], row["saved"]) == (before, after, before - after)
+    assert sorted(r["path"] for r in rep["failures"]) == sorted(BROKEN)
+    assert {r["status"]: r["files"] for r in rep["status"]} == result.counts
+    assert [r["path"] for r in rep["slowest"]] == [e["path"] for e in sorted(
+        result.entries, key=lambda e: (-e["seconds"], e["path"]))][:10]
+    assert (tmp_path / "rep" / "index.html").is_file() and (tmp_path / "rep" / "library_invocations.png").is_file()
+    assert main(["report", "--library", str(tmp_path / "none")]) == 2
+
+
 # ------------------------------------------------------------------------------ kill -9
 def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
     lib = tmp_path / "lib"

@@ -35,10 +35,17 @@ def add_parser(subparsers):
     p.add_argument("--frames", "-n", type=int, metavar="N", help="frames per scene (default: scope's)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object (paths and timings)")
+    p.add_argument("--library", metavar="OUTDIR",
+                   help="instead: summarise the manifest of 'optimize DIR -o OUTDIR' (invocations saved per "
+                   "profile, bytes, failures, slowest files) into --out")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.library:
+        from ..report.library_section import run_library_report  # lazy: the report's libraries load only here
+
+        return run_library_report(args)
     from pipeline_model.scene import load_scene  # lazy: the report's libraries load only here
 
     from ..report.build import build_report  # lazy: as above
