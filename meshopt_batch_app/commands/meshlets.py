@@ -24,8 +24,13 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.files import atomic_path
 from meshopt_batch.io import load_meshes
 from meshopt_batch.meshlets import METHODS, analyze_meshlets, build_meshlets, combine_analyses, meshlet_bounds
-from meshopt_batch.meshlets.compare import (COMPARE_BUILDERS, COMPARE_LIMITS, builder_label, compare_meshlets,
-                                            meshlet_figures)
+from meshopt_batch.meshlets.compare import (
+    COMPARE_BUILDERS,
+    COMPARE_LIMITS,
+    builder_label,
+    compare_meshlets,
+    meshlet_figures,
+)
 from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON
 from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
 
