@@ -29,7 +29,8 @@ def _gl() -> bool:
 
 
 def expected_figures() -> list[str]:
-    names = ["mesh_batches", "technique_bars", "order_bars", "dsr_rate_map", "skip_map", "timelines"]
+    names = ["mesh_batches", "technique_bars", "order_bars", "dsr_rate_map", "skip_map", "timelines",
+             "mesh_meshlets"]
     if importlib.util.find_spec("meshopt_batch.compare") is not None:
         names.append("asr_bars")
     if _gl():

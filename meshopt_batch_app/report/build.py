@@ -16,11 +16,11 @@ import pandas as pd
 
 from meshopt_batch.files import atomic_write
 
-from . import anchors, compare_section, glcheck_section, probe_section, simulate_section
+from . import anchors, compare_section, glcheck_section, meshlet_section, probe_section, simulate_section
 from .document import Section, Table, write_report
 from .scope import Scope, collect_meshes, make_workdir, progress_bar
 
-SECTION_ANCHORS = ("overview", "compare", "probe", "simulate", "glcheck", "anchors")
+SECTION_ANCHORS = ("overview", "compare", "probe", "simulate", "glcheck", "anchors", "meshlets")
 
 
 def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = None) -> dict:
@@ -54,6 +54,8 @@ def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = No
         stage("compare")
         cmp_data = compare_section.run_compare(meshes, scope, progress=bar)
         stages["compare"] = cmp_data["seconds"]
+        meshlet_data = meshlet_section.run_meshlets(meshes, progress=bar)
+        stages["meshlets"] = meshlet_data["seconds"]
         outer.update(1)
 
         stage("probe")
@@ -80,7 +82,8 @@ def build_report(out_dir: "str | Path", scope: Scope, progress: bool | None = No
 
         overview = _overview(scope, meshes, mesh_notes, probe_data, stages,
                              time.perf_counter() - t_start, list(tables), out_dir)
-        sections = [overview, sec_cmp, sec_probe, sec_sim, sec_gl, sec_anchor]
+        sections = [overview, sec_cmp, sec_probe, sec_sim, sec_gl, sec_anchor,
+                    meshlet_section.meshlet_section(meshlet_data, meshes)]
         written = write_report(sections, out_dir, "meshopt-batch report", _preamble())
         for name, frame in tables.items():
             atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
