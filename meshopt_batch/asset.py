@@ -157,7 +157,8 @@ def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mes
         if options.weld:
             records_in = vertex_records([mesh.positions] + [mesh.attributes[k] for k in sorted(mesh.attributes)],
                                         mesh.vertex_count)
-        outcome = optimize_vertex_set(records_in, [mesh.triangles], mesh.vertex_count, _set_options(options))
+        outcome = optimize_vertex_set(records_in, [mesh.triangles], mesh.vertex_count, _set_options(options),
+                                      positions=mesh.positions)
         buf = outcome.buffers[0]
         if outcome.source is None:
             new = mesh.with_triangles(buf.triangles)

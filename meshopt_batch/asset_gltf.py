@@ -235,7 +235,9 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
         records = None
         if vertex_ops and options.weld:
             records = vertex_records([read_accessor(doc, buffers, a)[0] for a in vset.accessors], count)
-        outcome = optimize_vertex_set(records, tris, count, set_options, vertex_ops=vertex_ops)
+        positions = (read_accessor(doc, buffers, int(vset.attributes["POSITION"]))[0]
+                     if options.method.uses_positions else None)
+        outcome = optimize_vertex_set(records, tris, count, set_options, vertex_ops=vertex_ops, positions=positions)
         if outcome.source is not None:
             for a in vset.accessors:
                 editor.gather(a, outcome.source)

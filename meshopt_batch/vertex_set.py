@@ -162,12 +162,13 @@ def numbering_profiles(profile: Profile, vertex_count: int) -> list[Profile]:
     return out
 
 
-def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_remap: bool):
+def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_remap: bool, positions=None):
     """(triangles, remap or None, stats, order) for one buffer: the method's order when it
     predicts fewer invocations than ``tris`` as given, else ``tris``."""
     if tris.shape[0] == 0:
         return tris, None, {}, "input"
-    res = optimize(tris, vertex_count, method=options.method, profile=options.profile, **options.method_params)
+    res = optimize(tris, vertex_count, method=options.method, profile=options.profile, positions=positions,
+                   **options.method_params)
     cand = np.asarray(res.triangles, np.int64)
     remap = res.vertex_remap
     if remap is not None and not allow_remap:
@@ -179,7 +180,7 @@ def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_rem
 
 
 def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetOptions, vertex_ops: bool,
-             with_weld: bool) -> tuple:
+             with_weld: bool, positions=None) -> tuple:
     source = None
     old_to_new = np.arange(vertex_count, dtype=np.int64)
     merged = 0
@@ -198,7 +199,8 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
     copies = 0
     single = vertex_ops and len(tris) == 1
     for b in tris:
-        t, remap, st, order = _reorder(b, count, options, allow_remap=single)
+        pos = positions if positions is None or source is None else np.asarray(positions)[source]
+        t, remap, st, order = _reorder(b, count, options, allow_remap=single, positions=pos)
         if remap is not None:
             remap = np.asarray(remap, np.int64)
             copies = int(len(remap) - len(np.unique(remap)))
@@ -231,7 +233,7 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
 
 
 def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray], vertex_count: int,
-                        options: SetOptions, *, vertex_ops: bool = True) -> SetOutcome:
+                        options: SetOptions, *, vertex_ops: bool = True, positions=None) -> SetOutcome:
     """Weld, reorder and renumber one vertex buffer and its index buffers (see the module
     docstring for the rules).
 
@@ -246,15 +248,17 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
     options : SetOptions
     vertex_ops : bool, keyword-only
         ``False`` keeps the vertex buffer unchanged (only triangle orders may change).
+    positions : (V, 3) array_like, keyword-only
+        Vertex positions, for methods that need them (``batch+overdraw``...).
     """
     inputs = [np.asarray(b, np.int64).reshape(-1, 3) for b in buffers]
     before = [_invocations(b, vertex_count, options.profile) for b in inputs]
     deg_before = [int(degenerate_mask(b).sum()) for b in inputs]
     with_weld = vertex_ops and options.weld and records is not None
-    got = _attempt(records, inputs, vertex_count, options, vertex_ops, with_weld)
+    got = _attempt(records, inputs, vertex_count, options, vertex_ops, with_weld, positions)
     after = [_invocations(t, got[2], options.profile) for t in got[5]]
     if with_weld and got[3] and any(a > b for a, b in zip(after, before)):
-        got = _attempt(records, inputs, vertex_count, options, vertex_ops, False)
+        got = _attempt(records, inputs, vertex_count, options, vertex_ops, False, positions)
         after = [_invocations(t, got[2], options.profile) for t in got[5]]
     source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order = got
     if source is not None and count == vertex_count and np.array_equal(source, np.arange(count)):

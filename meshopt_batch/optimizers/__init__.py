@@ -14,6 +14,12 @@ triangle keeps its corners in order, so winding and provoking vertex are unchang
 ``meshoptimizer``           ``meshoptimizer.optimize_vertex_cache`` (optional package)
 ``meshoptimizer_fifo``      ``meshoptimizer.optimize_vertex_cache_fifo(cache_size)``
 ``meshoptimizer_strip``     ``meshoptimizer.optimize_vertex_cache_strip``
+``batch+overdraw``          ``batch``, then Sander et al. 2007's overdraw cluster sort
+                            within a bound on the predicted invocations (:mod:`.overdraw`)
+``tipsify+overdraw``        ``tipsify``, then the same cluster sort
+``overdraw``                the cluster sort as a post-pass on the input order
+``meshoptimizer_overdraw``  ``meshoptimizer.optimize_overdraw`` (threshold 1.05) on its
+                            ``optimize_vertex_cache`` order
 ==========================  ==========================================================
 
 :func:`optimize` runs any of them and returns an :class:`OptimizeResult`;
@@ -22,7 +28,8 @@ module is imported on first use, so a missing optional package only matters to t
 that needs it.  A new optimizer is a module in this package plus one :func:`register` line.
 
 Contract of a method's function: ``fn(triangles, vertex_count, **params)`` (``profile=`` too
-when the method is registered with ``uses_profile=True``) returns either the reordered
+when the method is registered with ``uses_profile=True``, ``positions=`` the ``(V, 3)`` vertex
+positions when registered with ``uses_positions=True``) returns either the reordered
 ``(T, 3)`` index array or an :class:`OptimizeResult`.
 """
 
@@ -75,6 +82,9 @@ class Method:
         The function takes ``profile=`` (it optimizes for a GPU model).
     requires : str or None
         Optional package the method needs (``None``: always available).
+    uses_positions : bool
+        The function takes ``positions=`` (the order depends on the geometry, not only the
+        connectivity).
     """
 
     name: str
@@ -82,6 +92,7 @@ class Method:
     title: str
     uses_profile: bool = False
     requires: str | None = None
+    uses_positions: bool = False
 
     @property
     def available(self) -> bool:
@@ -98,11 +109,16 @@ class Method:
         return getattr(importlib.import_module(module_name), func_name)
 
     def run(self, triangles, vertex_count: int | None = None, *, profile: Profile | None = None,
-            **params) -> OptimizeResult:
+            positions=None, **params) -> OptimizeResult:
         """Run the method on an index buffer; see :func:`optimize`."""
         tris, vcount = prepare(triangles, vertex_count)
         if self.uses_profile:
             params["profile"] = profile if profile is not None else get_profile(DEFAULT_PROFILE)
+        if self.uses_positions:
+            if positions is None:
+                raise MeshoptBatchError(f"method {self.name!r} needs the vertex positions "
+                                        "(optimize_mesh, or optimize(..., positions=))")
+            params["positions"] = positions
         out = self.function()(tris, vcount, **params)
         if isinstance(out, np.ndarray):
             result = OptimizeResult(out)
@@ -121,9 +137,9 @@ CLASSIC_METHODS = ("hoppe", "kcache", "tipsify", "forsyth")
 
 
 def register(name: str, target: str, title: str | None = None, *, uses_profile: bool = False,
-             requires: str | None = None) -> Method:
+             requires: str | None = None, uses_positions: bool = False) -> Method:
     """Register an optimizer by ``"module:function"`` (imported lazily); returns its Method."""
-    METHODS[name] = Method(name, target, title or name, uses_profile, requires)
+    METHODS[name] = Method(name, target, title or name, uses_profile, requires, uses_positions)
     return METHODS[name]
 
 
@@ -139,6 +155,14 @@ register("meshoptimizer_fifo", "meshopt_batch.optimizers.meshoptimizer_peer:opti
          "meshopt-fifo", requires="meshoptimizer")
 register("meshoptimizer_strip", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache_strip",
          "meshopt-strip", requires="meshoptimizer")
+register("batch+overdraw", "meshopt_batch.optimizers.overdraw:optimize_batch_overdraw", "Batching+overdraw",
+         uses_profile=True, uses_positions=True)
+register("tipsify+overdraw", "meshopt_batch.optimizers.overdraw:optimize_tipsify_overdraw", "Tipsify+overdraw",
+         uses_profile=True, uses_positions=True)
+register("overdraw", "meshopt_batch.optimizers.overdraw:optimize_overdraw_pass", "overdraw pass",
+         uses_profile=True, uses_positions=True)
+register("meshoptimizer_overdraw", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_overdraw",
+         "meshopt-overdraw", requires="meshoptimizer", uses_positions=True)
 
 
 def get_method(method: str | Method) -> Method:
@@ -189,7 +213,7 @@ def _checked(name: str, original, tris: np.ndarray, vcount: int, result: Optimiz
 
 
 def optimize(triangles, vertex_count: int | None = None, *, method: str | Method = DEFAULT_METHOD,
-             profile: str | Profile | None = DEFAULT_PROFILE, **params) -> OptimizeResult:
+             profile: str | Profile | None = DEFAULT_PROFILE, positions=None, **params) -> OptimizeResult:
     """Reorder an index buffer with one registered method.
 
     Parameters
@@ -203,6 +227,9 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
     profile : str or Profile, keyword-only
         GPU profile that profile-aware methods (``batch``) optimize for (default and ``None``:
         ``nvidia_gl``); the others ignore it.
+    positions : (V, 3) array_like, keyword-only
+        Vertex positions, for the methods that need them (``batch+overdraw``...); the others
+        ignore them.
     **params
         Method parameters, e.g. ``cache_size`` for hoppe/tipsify/kcache/forsyth and
         ``meshoptimizer_fifo``, ``use_distance`` for batch.
@@ -220,11 +247,12 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
     """
     m = get_method(method)
     prof = get_profile(profile if profile is not None else DEFAULT_PROFILE) if m.uses_profile else None
-    return m.run(triangles, vertex_count, profile=prof, **params)
+    return m.run(triangles, vertex_count, profile=prof, positions=positions, **params)
 
 
 def optimize_mesh(mesh: Mesh, *, method: str | Method = DEFAULT_METHOD,
                   profile: str | Profile = DEFAULT_PROFILE, **params) -> Mesh:
     """``mesh`` with its triangles reordered by ``method`` (and its vertex buffer renumbered or
     grown where the method does so; every attribute follows its vertex).  See :func:`optimize`."""
-    return optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile, **params).apply(mesh)
+    return optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile,
+                    positions=mesh.positions, **params).apply(mesh)

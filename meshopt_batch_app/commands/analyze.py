@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from meshopt_batch.io import load_draws
+from meshopt_batch.mesh import concatenate
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
 
@@ -23,6 +24,10 @@ def add_parser(subparsers):
     add_profile(p, multiple=True, default_help="every built-in profile")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_analyze_option(p)
+    p.add_argument("--overdraw", action="store_true",
+                   help="also the overdraw of the draws in their order: shaded fragments / covered pixels "
+                   "under early-Z on the project's raster, over 16 orthographic views at 256x256 (the 6 axis "
+                   "views, then 10 seeded random ones; pipeline_model.overdraw)")
     p.set_defaults(func=run)
 
 
@@ -77,6 +82,10 @@ def run(args) -> int:
         out["notes"] = notes
     if args.meshlets and meshes:
         out["meshlets"] = analyze_rows(meshes, args.meshlets)
+    if args.overdraw and meshes:
+        # lazy: the raster's compiled kernels load only when --overdraw asks for them
+        from pipeline_model.overdraw import mesh_overdraw
+        out["overdraw"] = mesh_overdraw(meshes[0] if len(meshes) == 1 else concatenate(meshes)).overdraw
     if args.json:
         print(json.dumps(out))
         return 0
@@ -92,4 +101,6 @@ def run(args) -> int:
               f"{r['atvr']:>8.3f}{r['batches']:>9}")
     if args.meshlets:
         print(format_analyze(out["meshlets"]))
+    if "overdraw" in out:
+        print(f"overdraw {out['overdraw']:.4f} (shaded fragments per covered pixel, early-Z, 16 views)")
     return 0

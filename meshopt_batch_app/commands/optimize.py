@@ -24,6 +24,7 @@ from pathlib import Path
 from meshopt_batch.asset import AssetOptions, optimize_file
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
+from meshopt_batch.optimizers.overdraw import check_threshold, overdraw_variant
 from meshopt_batch.profiles import get_profile
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
@@ -54,6 +55,9 @@ def add_parser(subparsers):
                    "(no lookahead among two-vertex candidates, no small-component filling)")
     p.add_argument("--queue", choices=("fast", "fibheap"), default="fast",
                    help="batch: compiled bucket queue (default) or the fibheap package (slow reference)")
+    p.add_argument("--overdraw", type=float, default=None, metavar="T",
+                   help="batch, tipsify: overdraw-aware order (Sander et al. 2007): the order's clusters "
+                   "drawn outward-facing first, predicting at most T times its invocations (e.g. 1.05)")
     p.add_argument("--no-weld", action="store_true",
                    help="keep bit-identical vertices apart (and non-indexed primitives without indices)")
     p.add_argument("--keep-vertex-order", action="store_true",
@@ -86,6 +90,9 @@ def run(args) -> int:
     elif args.no_distance or args.keep_16bit_boundaries or args.no_lookahead or args.queue != "fast":
         raise MeshoptBatchError("--no-distance, --keep-16bit-boundaries, --no-lookahead and --queue "
                                 "apply to --method batch only")
+    if args.overdraw is not None:
+        method = get_method(overdraw_variant(method.name))
+        options["threshold"] = check_threshold(args.overdraw)
     asset_options = AssetOptions(method, prof, options, weld=not args.no_weld,
                                  vertex_order=not args.keep_vertex_order, keep_index_type=args.keep_index_type,
                                  drop_degenerate=args.drop_degenerate, embed=args.embed)
