@@ -33,6 +33,11 @@ sprites-2d          painter's-algorithm 2D game: background, parallax hills, ~15
                     NWOZ with depth testing off (RE skips most tiles).
 low-frequency       an orthographic 2.5D scene scrolling slowly: large flat and smooth (lit,
                     low-frequency noise) regions beside fine checker and stripe textures (DSR).
+statues             high-poly scanned statues (the dragon, Happy Buddha, armadillo and bunny of
+                    ``../shared/meshes``; procedural folded knots of tori when absent), several
+                    instances filling most of the screen, drawn near to far as an engine sorts
+                    opaque objects, under a slowly orbiting camera: what overdraw is left is
+                    mostly *inside* the meshes, where the triangle order decides it (issue 20).
 ==================  ===========================================================================
 
 Meshes used in the scenes' index buffers are shuffled copies (``"shuffle": SEED``) or the shared
@@ -53,7 +58,7 @@ from meshopt_batch.files import atomic_write
 from .mesh_resolution import resolve_mesh
 
 __all__ = ["BATCH_MAX_VERTICES", "SCENES_DIR", "SCENE_BUILDERS", "build", "city", "dumps",
-           "hud_over_3d", "low_frequency", "sprites_2d", "write_all"]
+           "hud_over_3d", "low_frequency", "sprites_2d", "statues", "write_all"]
 W, H = 1196, 768
 
 
@@ -457,6 +462,65 @@ def low_frequency() -> dict:
     }
 
 
+# --------------------------------------------------------------------------- statues
+def _folded_knot(seed: int) -> dict:
+    """Fallback for an absent scanned statue: three interlocked tori baked into one index
+    buffer (deep folds: most views look through several layers of one mesh)."""
+    torus = {"library": "torus", "n_major": 96, "n_minor": 24, "major_radius": 1.0, "minor_radius": 0.35,
+             "fallback": {"shape": "torus", "segments": 96, "sides": 24}}
+    return {"merge": [{"mesh": torus, "position": [0, 1.2, 0], "rotation": [90, 0, 0]},
+                      {"mesh": torus, "position": [0.6, 1.2, 0], "rotation": [0, 0, 0]},
+                      {"mesh": torus, "position": [-0.6, 1.2, 0], "rotation": [0, 60 + 30 * seed, 0]}],
+            "normalize": True}
+
+
+#: (mesh, shared scan, x, z, scale, turn) of the statues: two rows around the orbit's centre
+STATUES = (("dragon", "dragon_100k", -0.75, 0.5, 1.6, 30), ("buddha", "happy_buddha_100k", 0.75, 0.55, 1.5, -20),
+           ("armadillo", "armadillo_86k", 0.0, -0.15, 1.4, 180), ("dragon", "dragon_100k", 0.8, -0.85, 1.6, 210),
+           ("buddha", "happy_buddha_100k", -0.8, -0.9, 1.5, 160), ("bunny", "bunny", 0.05, 1.15, 1.0, 0))
+#: frames of the statues scene (a short orbit: the scene is the report's most expensive per frame)
+STATUES_FRAMES = 12
+
+
+def statues() -> dict:
+    meshes = {"ground": {"shape": "plane", "nx": 4}}
+    for i, (name, shared, *_rest) in enumerate(STATUES):
+        meshes.setdefault(name, {"shared": shared, "normalize": True, "fallback": _folded_knot(i)})
+    objects = [{"name": "ground", "mesh": "ground", "layer": "floor", "scale": [12, 1, 12],
+                "state": {"lit": True, "colour": {"kind": "checker", "base": [0.5, 0.5, 0.48],
+                                                  "second": [0.38, 0.38, 0.36], "frequency": 12}}}]
+    tints = ([0.82, 0.74, 0.55], [0.7, 0.72, 0.78], [0.78, 0.62, 0.5], [0.62, 0.75, 0.62],
+             [0.8, 0.8, 0.76], [0.75, 0.6, 0.7])
+    for k, (name, _shared, x, z, scale, turn) in enumerate(STATUES):
+        objects.append({"name": f"{name}-{k}", "mesh": name, "layer": "statues", "position": [x, 0, z],
+                        "rotation": [0, turn, 0], "scale": scale,
+                        "state": {"lit": True, "shader_cost": 2.0, "colour": {"kind": "lit", "base": tints[k]}}})
+    for i, o in enumerate(objects):
+        o["object_id"] = i
+    # a slow orbit (0.75 degrees a frame) around the group, close enough for the statues to fill
+    # most of the screen; keyframes every 4 frames
+    centre = np.array([0.0, 0.75, 0.0])
+
+    def key(f):
+        a = np.radians(25 + 0.75 * f)
+        eye = centre + [2.8 * np.sin(a), 0.25, 2.8 * np.cos(a)]
+        return {"frame": f, "eye": _r(list(eye)), "target": _r(list(centre))}
+
+    return {
+        "name": "statues",
+        "description": "High-poly scanned statues (several instances) filling most of the screen, "
+                       "drawn near to far, under a slowly orbiting camera: the overdraw left is "
+                       "inside the meshes, where the triangle order decides it.",
+        "frames": STATUES_FRAMES, "width": W, "height": H, "clear": [0.2, 0.22, 0.26], "seed": 20,
+        "light": {"direction": [0.4, 1.0, 0.6]},
+        "camera": {"projection": "perspective", "fovy": 46, "near": 0.2, "far": 40,
+                   "path": [key(f) for f in range(0, STATUES_FRAMES + 1, 4)]},
+        "meshes": meshes,
+        "layers": [{"name": "statues", "order": "front-to-back"}, {"name": "floor", "order": "listed"}],
+        "objects": objects,
+    }
+
+
 SCENE_BUILDERS = {
     "city-unordered": lambda: city(False),
     "city-ordered": lambda: city(True),
@@ -464,6 +528,7 @@ SCENE_BUILDERS = {
     "hud-over-3d": hud_over_3d,
     "sprites-2d": sprites_2d,
     "low-frequency": low_frequency,
+    "statues": statues,
 }
 
 
