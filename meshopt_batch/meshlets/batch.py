@@ -72,10 +72,8 @@ import time
 
 import numpy as np
 from numba import njit
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
-from ..topology import face_adjacency, vertex_faces
+from ..topology import vertex_faces
 from .result import MeshletResult, pack_meshlets
 
 __all__ = ["build_meshlets_batch", "DEFAULT_COEFFICIENTS", "EQ2_COEFFICIENTS", "small_components",
@@ -112,7 +110,21 @@ def _valence_sum(tris, t, remaining):
 
 
 @njit(cache=True)
-def _distance_terms(tris, t, voff, vfaces, aoff, adj, emitted, dterm, mark, dist, ring, queue, stamp, d_cap):
+def _share_edge(tris, g, h):
+    """Faces ``g`` and ``h`` have two distinct vertices in common (dual-graph neighbours)."""
+    shared = 0
+    for i in range(3):
+        v = tris[g, i]
+        if (i >= 1 and v == tris[g, 0]) or (i == 2 and v == tris[g, 1]):
+            continue
+        if v == tris[h, 0] or v == tris[h, 1] or v == tris[h, 2]:
+            shared += 1
+    return shared >= 2
+
+
+@njit(cache=True)
+def _distance_terms(tris, t, voff, vfaces, emitted, score, mark, dist, ring, queue, stamp,
+                    d_cap, k_d):
     """Lines 21-24: ``min(dist, d_cap) - d_cap`` for the faces of ``t``'s one-ring (``dist`` inside
     the ring); faces beyond the ring count as ``d_cap``, the same for every face."""
     n = 0
@@ -132,20 +144,22 @@ def _distance_terms(tris, t, voff, vfaces, aoff, adj, emitted, dterm, mark, dist
     while head < tail:
         g = queue[head]
         head += 1
-        for q in range(aoff[g], aoff[g + 1]):
-            h = adj[q]
-            if mark[h] == stamp and dist[h] < 0:
+        if dist[g] + 1 >= d_cap:
+            continue  # faces at d_cap or farther add nothing
+        for i in range(n):
+            h = ring[i]
+            if dist[h] < 0 and _share_edge(tris, g, h):
                 dist[h] = dist[g] + 1
                 queue[tail] = h
                 tail += 1
     for i in range(n):
         f = ring[i]
         if f != t and not emitted[f] and dist[f] > 0:
-            dterm[f] += min(dist[f], d_cap) - d_cap
+            score[f] += k_d * (dist[f] - d_cap)
 
 
 @njit(cache=True)
-def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
+def _grow(tris, normals, vertex_count, voff, vfaces, max_v, max_t,
           k_r, k_v, k_d, k_n, d_cap, k_a, comp, comp_size, fill_order, comp_normal):
     t_count = tris.shape[0]
     order = np.empty(t_count, np.int64)
@@ -156,11 +170,15 @@ def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
         remaining[v] = voff[v + 1] - voff[v]
     in_meshlet = np.full(vertex_count, -1, np.int64)
     reuse = np.zeros(t_count, np.int64)
-    dterm = np.zeros(t_count, np.int64)
-    nflag = np.zeros(t_count, np.int64)
     cand = np.empty(t_count, np.int64)
     cpos = np.full(t_count, -1, np.int64)
     heap_stamp = np.zeros(t_count, np.int64)
+    # eq. 1 without the cone term, kept current as its terms change
+    score = np.empty(t_count, np.int64)
+    n_distinct = np.empty(t_count, np.int64)
+    for t in range(t_count):
+        score[t] = k_v * _valence_sum(tris, t, remaining)
+        n_distinct[t] = _distinct(tris, t)
     # fill_small: components that fit one meshlet start below every large one
     n_comp = comp_size.shape[0]
     small_offset = np.zeros(n_comp, np.int64)
@@ -201,10 +219,9 @@ def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
             alen = np.sqrt(ax * ax + ay * ay + az * az)
             for i in range(n_cand):
                 f = cand[i]
-                if v_used + _distinct(tris, f) - reuse[f] > max_v:
+                if v_used + n_distinct[f] - reuse[f] > max_v:
                     continue
-                p = float(k_r * reuse[f] + k_v * _valence_sum(tris, f, remaining) + k_d * dterm[f]
-                          + k_n * nflag[f])
+                p = float(score[f])
                 if k_a != 0.0 and alen > 0.0:
                     p += k_a * (normals[f, 0] * ax + normals[f, 1] * ay + normals[f, 2] * az) / alen
                 if p > best_p or (p == best_p and f < best):
@@ -226,10 +243,10 @@ def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
                         best = comp_first[c]
                         break
                     # with the cone weight: size plus alignment with the meshlet's mean normal
-                    score = comp_size[c, 0] + k_a / k_r * max_v * (
+                    fill_score = comp_size[c, 0] + k_a / k_r * max_v * (
                         comp_normal[c, 0] * ax + comp_normal[c, 1] * ay + comp_normal[c, 2] * az) / alen
-                    if score > best_fill:
-                        best_fill = score
+                    if fill_score > best_fill:
+                        best_fill = fill_score
                         best = comp_first[c]
                     seen += 1
                     if seen == FILL_WINDOW:
@@ -251,9 +268,8 @@ def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
             for i in range(n_cand):
                 f = cand[i]
                 reuse[f] = 0
-                dterm[f] = 0
-                nflag[f] = 1
                 cpos[f] = -1
+                score[f] = k_v * _valence_sum(tris, f, remaining) + k_n
                 stamp += 1
                 heap_stamp[f] = stamp
                 heapq.heappush(heap, (-(k_v * _valence_sum(tris, f, remaining) + k_n + small_offset[comp[f]]),
@@ -288,21 +304,26 @@ def _grow(tris, normals, vertex_count, voff, vfaces, aoff, adj, max_v, max_t,
             if (c >= 1 and v == tris[t, 0]) or (c == 2 and v == tris[t, 1]):
                 continue
             remaining[v] -= 1
-            if in_meshlet[v] != m:
+            entering = in_meshlet[v] != m
+            if entering:
                 in_meshlet[v] = m
                 v_used += 1
-                for q in range(voff[v], voff[v + 1]):
-                    f = vfaces[q]
-                    if not emitted[f]:
-                        reuse[f] += 1
-                        if cpos[f] < 0:
-                            cpos[f] = n_cand
-                            cand[n_cand] = f
-                            n_cand += 1
+            for q in range(voff[v], voff[v + 1]):
+                f = vfaces[q]
+                if emitted[f]:
+                    continue
+                score[f] -= k_v
+                if entering:
+                    reuse[f] += 1
+                    score[f] += k_r
+                    if cpos[f] < 0:
+                        cpos[f] = n_cand
+                        cand[n_cand] = f
+                        n_cand += 1
         if k_d != 0:
             ring_stamp += 1
-            _distance_terms(tris, t, voff, vfaces, aoff, adj, emitted, dterm, mark, dist, ring, queue,
-                            ring_stamp, d_cap)
+            _distance_terms(tris, t, voff, vfaces, emitted, score, mark, dist, ring, queue,
+                            ring_stamp, d_cap, k_d)
     starts[m + 1] = t_count
     return order, starts[:m + 2] if t_used > 0 else starts[:m + 1]
 
@@ -331,6 +352,55 @@ def _morton(points: np.ndarray) -> np.ndarray:
     return key
 
 
+@njit(cache=True)
+def _find(parent, v):
+    root = v
+    while parent[root] != root:
+        root = parent[root]
+    while parent[v] != root:
+        parent[v], v = root, parent[v]
+    return root
+
+
+@njit(cache=True)
+def _components(tris, pos, vertex_count):
+    """Union-find over the triangles' vertices; components numbered by their smallest vertex."""
+    parent = np.arange(vertex_count)
+    for t in range(tris.shape[0]):
+        a = _find(parent, tris[t, 0])
+        for c in (1, 2):
+            b = _find(parent, tris[t, c])
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+                a = min(a, b)
+    label = np.full(vertex_count, -1, np.int64)
+    used = np.zeros(vertex_count, np.bool_)
+    for t in range(tris.shape[0]):
+        for c in range(3):
+            used[tris[t, c]] = True
+    n = 0
+    for v in range(vertex_count):
+        if used[v]:
+            r = _find(parent, v)
+            if label[r] < 0:
+                label[r] = n
+                n += 1
+            label[v] = label[r]
+    comp = np.empty(tris.shape[0], np.int64)
+    size = np.zeros((n, 2), np.int64)
+    centroid_sum = np.zeros((n, 3))
+    for v in range(vertex_count):
+        if used[v]:
+            size[label[v], 0] += 1
+    for t in range(tris.shape[0]):
+        c = label[tris[t, 0]]
+        comp[t] = c
+        size[c, 1] += 1
+        for k in range(3):
+            centroid_sum[c, k] += (pos[tris[t, 0], k] + pos[tris[t, 1], k] + pos[tris[t, 2], k]) / 3.0
+    return comp, size, centroid_sum
+
+
 def small_components(tris: np.ndarray, positions: np.ndarray, vertex_count: int, max_vertices: int,
                      max_triangles: int):
     """Components (triangles connected through vertices) and the fill order of the small ones.
@@ -348,18 +418,9 @@ def small_components(tris: np.ndarray, positions: np.ndarray, vertex_count: int,
     t_count = tris.shape[0]
     if t_count == 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
-    rows = np.concatenate([tris[:, 0], tris[:, 1]])
-    cols = np.concatenate([tris[:, 1], tris[:, 2]])
-    graph = coo_matrix((np.ones(rows.shape[0], np.int8), (rows, cols)), shape=(vertex_count, vertex_count))
-    n_comp, labels = connected_components(graph, directed=False)
-    comp = labels[tris[:, 0]].astype(np.int64)
-    used = np.unique(tris)
-    size = np.stack([np.bincount(labels[used], minlength=n_comp), np.bincount(comp, minlength=n_comp)],
-                    axis=1).astype(np.int64)
-    small = np.flatnonzero((size[:, 0] <= max_vertices) & (size[:, 1] <= max_triangles) & (size[:, 1] > 0))
-    pos = np.asarray(positions, np.float64)
-    centroid = np.stack([np.bincount(comp, weights=pos[tris].mean(axis=1)[:, k], minlength=n_comp)
-                         for k in range(3)], axis=1) / np.maximum(size[:, 1], 1)[:, None]
+    comp, size, centroid_sum = _components(tris, np.ascontiguousarray(positions, np.float64), vertex_count)
+    small = np.flatnonzero((size[:, 0] <= max_vertices) & (size[:, 1] <= max_triangles))
+    centroid = centroid_sum / size[:, 1:2]
     key = _morton(centroid[small])
     fill_order = small[np.lexsort((key, -size[small, 1], -size[small, 0]))]
     return comp, size, fill_order.astype(np.int64)
@@ -373,7 +434,6 @@ def build_meshlets_batch(tris: np.ndarray, positions: np.ndarray, vertex_count: 
     coeffs = {**DEFAULT_COEFFICIENTS, **(coefficients or {})}
     tris = np.ascontiguousarray(tris, np.int64)
     voff, vfaces = vertex_faces(tris, vertex_count)
-    aoff, adj = face_adjacency(tris, vertex_count)
     normals = triangle_normals(tris, positions) if cone_weight else np.zeros((tris.shape[0], 3))
     comp, size, fill_order = small_components(tris, positions, vertex_count, max_vertices, max_triangles)
     if not fill_small:
@@ -384,7 +444,7 @@ def build_meshlets_batch(tris: np.ndarray, positions: np.ndarray, vertex_count: 
             comp_normal[:, k] = np.bincount(comp, weights=normals[:, k], minlength=size.shape[0])
         length = np.linalg.norm(comp_normal, axis=1)
         comp_normal[length > 0] /= length[length > 0, None]
-    order, starts = _grow(tris, normals, int(vertex_count), voff, vfaces, aoff, adj, int(max_vertices),
+    order, starts = _grow(tris, normals, int(vertex_count), voff, vfaces, int(max_vertices),
                           int(max_triangles), int(coeffs["k_r"]), int(coeffs["k_v"]), int(coeffs["k_d"]),
                           int(coeffs["k_n"]), int(coeffs["d_cap"]), float(cone_weight) * coeffs["k_r"] / 8,
                           comp, size, fill_order, comp_normal)
