@@ -47,8 +47,10 @@ Documented choices beyond the paper
 * "Emit the best triangle that fits" instead of "close when the top does not fit": a
   meshlet's limits are hard, and a triangle reusing three vertices fits even when the top
   (reusing two) no longer does.
-* ``V`` is read from the live valences when a triangle is scored (the candidate list is
-  scanned at each step; it holds only the triangles around the meshlet's vertices).
+* Eq. 1 without ``A`` is kept current per triangle as its terms change (every change
+  touches the triangles around the placed triangle's vertices); at each step the candidate
+  list -- the triangles around the meshlet's vertices -- is scanned for the best that fits,
+  adding ``A`` for the meshlet's current mean normal.
 * ``fill_small`` (on by default; the batch optimizer's option of the same name): components
   (triangles connected through vertices) that fit one meshlet whole start below every large
   one (``- k_r / 2``), and when a meshlet has no candidate left, the largest untouched small
