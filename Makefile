@@ -4,6 +4,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Node tools for the glTF tests and benchmark (Khronos validator, gltfpack), pinned, installed
+# into a project-local folder (git-ignored) when npm is present; tests skip without them.
+NPM_TOOLS := .npm-tools
+NPM_STAMP := $(NPM_TOOLS)/.installed
+NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0
 
 .PHONY: report report-quick test bench setup system-deps clean
 
@@ -14,7 +19,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,compare]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(NPM_STAMP):
+	@mkdir -p $(NPM_TOOLS)
+	@if command -v npm >/dev/null 2>&1; then \
+	  timeout 300 npm install --no-save --no-package-lock --no-audit --no-fund --fetch-retries=1 \
+	    --prefix $(NPM_TOOLS) $(NPM_PACKAGES) >$(NPM_TOOLS)/install.log 2>&1 \
+	  || echo "warning: npm install of $(NPM_PACKAGES) failed (see $(NPM_TOOLS)/install.log); the glTF validator tests will be skipped"; \
+	else echo "note: npm not found: the glTF validator tests and the gltfpack benchmark column will be skipped"; fi
+	@touch $(NPM_STAMP)
+
+setup: $(STAMP) $(NPM_STAMP)
 
 report: $(STAMP)
 	$(VENV)/bin/meshopt-batch report --out report
@@ -22,7 +36,7 @@ report: $(STAMP)
 report-quick: $(STAMP)
 	$(VENV)/bin/meshopt-batch report --scope quick --out report
 
-test: $(STAMP)
+test: $(STAMP) $(NPM_STAMP)
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
 test-all: $(STAMP)

@@ -179,6 +179,7 @@ def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mes
                            "asr": buf.after / new.triangle_count if new.triangle_count else 0.0}
         record.update(order=buf.order, vertex_order=outcome.vertex_order, welded=outcome.merged,
                       fetch_gap_before=outcome.fetch_gap_before, fetch_gap_after=outcome.fetch_gap_after,
+                      fetch_gap_kept_order=outcome.fetch_gap_kept_order,
                       degenerate=buf.degenerate_before, degenerate_dropped=buf.dropped)
         out.append(new)
         records.append(record)

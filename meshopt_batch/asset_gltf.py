@@ -172,10 +172,12 @@ def _draw_record(draw, buf: IndexBuffer, out: BufferOutcome | None, outcome: Set
     rec["after"] = {"profile": profile.name, "invocations": after.invocations, "asr": after.asr,
                     "batches": after.batches}
     rec["order"] = out.order if out else "input"
-    rec["vertex_order"] = outcome.vertex_order if outcome else f"kept: {buf.locked}"
+    locked = buf.locked or vset.locked
+    rec["vertex_order"] = f"kept: {locked}" if locked else outcome.vertex_order
     rec["welded"] = outcome.merged if outcome else 0
     rec["fetch_gap_before"] = outcome.fetch_gap_before if outcome else None
     rec["fetch_gap_after"] = outcome.fetch_gap_after if outcome else None
+    rec["fetch_gap_kept_order"] = outcome.fetch_gap_kept_order if outcome else None
     rec["index_type_before"], rec["index_type_after"] = types
     rec["degenerate"] = out.degenerate_before if out else 0
     rec["degenerate_dropped"] = out.dropped if out else 0

@@ -123,6 +123,9 @@ class SetOutcome:
         ``"first-use"``, ``"kept"`` or the reason the order was kept (``"kept: ..."``).
     fetch_gap_before, fetch_gap_after : float
         Mean first-use gap (:func:`meshopt_batch.vertex_fetch.first_use_gap`) in and out.
+    fetch_gap_kept_order : float
+        The gap the new triangle order would have with the vertex order kept (what the
+        first-use renumbering saves).
     buffers : list of BufferOutcome
         In the order the index buffers were given.
     """
@@ -136,6 +139,7 @@ class SetOutcome:
     vertex_order: str
     fetch_gap_before: float
     fetch_gap_after: float
+    fetch_gap_kept_order: float
     buffers: list
 
 
@@ -212,6 +216,7 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
         orders.append(order)
         stats.append(st)
     vertex_order = "kept" if vertex_ops else "kept: vertex data used elsewhere"
+    gap_kept = first_use_gap(chosen)
     if vertex_ops and options.vertex_order and count:
         order = first_use_order(chosen, count)
         if not np.array_equal(order, np.arange(count)):
@@ -229,7 +234,7 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
                 old_to_new = inverse[old_to_new]
         else:
             vertex_order = "first-use"
-    return source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order
+    return source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order, gap_kept
 
 
 def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray], vertex_count: int,
@@ -260,7 +265,7 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
     if with_weld and got[3] and any(a > b for a, b in zip(after, before)):
         got = _attempt(records, inputs, vertex_count, options, vertex_ops, False, positions)
         after = [_invocations(t, got[2], options.profile) for t in got[5]]
-    source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order = got
+    source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order, gap_kept = got
     if source is not None and count == vertex_count and np.array_equal(source, np.arange(count)):
         source = None
     remap = None if source is None else old_to_new
@@ -270,4 +275,4 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
         for t, order, b, a, i, db, da, st in zip(chosen, orders, before, after, inputs, deg_before, deg_after, stats)
     ]
     return SetOutcome(source, remap, vertex_count, count, merged, copies, vertex_order,
-                      first_use_gap(inputs), first_use_gap(chosen), outcomes)
+                      first_use_gap(inputs), first_use_gap(chosen), gap_kept, outcomes)

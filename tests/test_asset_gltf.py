@@ -158,3 +158,183 @@ def test_shared_asset_optimizes_losslessly(tmp_path, src):
     out = tmp_path / src.name
     report = optimize_file(src, out, options())
     check_asset(src, out, report)
+
+
+def problems(report: dict) -> dict[str, int]:
+    """Errors and warnings of a validator report, counted by code."""
+    return {code: n for code, n in report["counts"].items() if report["severities"][code] <= 1}
+
+
+@needs_assets
+@pytest.mark.parametrize("src", ASSETS, ids=lambda p: p.name)
+def test_shared_asset_output_passes_the_validator(tmp_path, src):
+    reason = validator_missing()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / src.name
+    optimize_file(src, out, options())
+    before, after = validate([src, out])
+    new = {code: n for code, n in problems(after).items() if n > problems(before).get(code, 0)}
+    assert not new, f"{src.name}: new validator errors/warnings {new}"
+
+
+def asset(folder: str, name: str) -> Path:
+    path = SHARED_GLTF / folder / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not present")
+    return path
+
+
+def test_fox_is_welded_indexed_and_beats_gltfpack(tmp_path):
+    report = optimize_file(asset("Fox", "Fox.glb"), tmp_path / "fox.glb", options())
+    (prim,) = report.primitives
+    assert (report.vertices_before, report.vertices_after) == (1728, 434)
+    assert (prim["welded"], prim["index_type_before"], prim["index_type_after"]) == (1294, "none", "uint16")
+    assert (report.before["invocations"], report.after["invocations"]) == (1728, 525)
+    assert report.after["asr"] <= 529 / 576  # gltfpack -noq 1.3: 529 invocations for the same 434 vertices
+    assert report.bytes_after == 109504 < report.bytes_before == 162852
+
+
+def test_shared_accessors_stay_shared_and_files_stay_external(tmp_path):
+    src = asset("ClearCoatTest", "ClearCoatTest.gltf")
+    out = tmp_path / "out" / "cc.gltf"
+    out.parent.mkdir()
+    report = optimize_file(src, out, options())
+    doc_in, _ = read(src)
+    doc_out, _ = read(out)
+    assert len(doc_out["accessors"]) == len(doc_in["accessors"]) == 33
+    assert len(doc_out["bufferViews"]) == len(doc_in["bufferViews"]) == 33
+    assert doc_out["buffers"][0]["uri"] == "ClearCoatTest.bin"
+    uses = [p["indices"] for m in doc_out["meshes"] for p in m["primitives"]]
+    assert max(uses.count(a) for a in set(uses)) == 18
+    assert sorted(Path(f).name for f in report.files) == sorted(
+        ["ClearCoatTest.bin"] + [im["uri"] for im in doc_in["images"]])
+    assert report.bytes_after == 263397 <= report.bytes_before == 264143
+    assert report.after["invocations"] == 30276 < report.before["invocations"] == 41562
+
+
+def test_output_beside_its_source_does_not_overwrite_the_source_buffer(tmp_path):
+    src_dir = asset("ClearCoatTest", "ClearCoatTest.gltf").parent
+    work = tmp_path / "cc"
+    shutil.copytree(src_dir, work)
+    original = (work / "ClearCoatTest.bin").read_bytes()
+    report = optimize_file(work / "ClearCoatTest.gltf", work / "cc_opt.gltf", options())
+    assert (work / "ClearCoatTest.bin").read_bytes() == original
+    assert [Path(f).name for f in report.files] == ["cc_opt.bin"]  # the images are the same files
+    assert read(work / "cc_opt.gltf")[0]["buffers"][0]["uri"] == "cc_opt.bin"
+
+
+def test_ktx2_images_get_no_invented_mime_type(tmp_path):
+    src = asset("AnisotropyBarnLamp", "AnisotropyBarnLamp.gltf")
+    optimize_file(src, tmp_path / "lamp.gltf", options())
+    images = read(tmp_path / "lamp.gltf")[0]["images"]
+    assert images == read(src)[0]["images"] and not any("mimeType" in im for im in images)
+
+
+def test_embed_writes_one_self_contained_gltf(tmp_path):
+    src = asset("FlightHelmet", "FlightHelmet.gltf")
+    out = tmp_path / "helmet.gltf"
+    report = optimize_file(src, out, options(embed=True))
+    assert list(tmp_path.iterdir()) == [out] and report.files == [] and report.size_limit is None
+    doc, _ = read(out)
+    assert all(x["uri"].startswith("data:") for x in doc["buffers"] + doc["images"])
+    assert [m.triangle_count for m in load_meshes(out)] == [m.triangle_count for m in load_meshes(src)]
+
+
+def test_glb_to_gltf_puts_the_bin_chunk_in_a_file_beside_it(tmp_path):
+    out = tmp_path / "fox.gltf"
+    report = optimize_file(asset("Fox", "Fox.glb"), out, options())
+    assert report.files == [str(tmp_path / "fox.bin")]
+    assert read(out)[0]["buffers"][0]["uri"] == "fox.bin"
+
+
+def test_lines_only_file_is_copied_through(tmp_path, capsys):
+    from meshopt_batch_app.cli import main
+
+    src = asset("PrimitiveMode08", "Mesh_PrimitiveMode_08.gltf")
+    out = tmp_path / "lines.gltf"
+    assert main(["optimize", str(src), "-o", str(out)]) == 0
+    text = capsys.readouterr()
+    assert text.err == ""
+    assert "note: mesh 0 (mesh0) primitive 0: lines passed through unchanged" in text.out
+    assert "note: no triangle primitives: the file is copied through" in text.out
+    assert out.read_bytes() == src.read_bytes()
+    assert (tmp_path / "Mesh_PrimitiveMode_08.bin").read_bytes() == (src.parent / "Mesh_PrimitiveMode_08.bin").read_bytes()
+    assert main(["analyze", str(src), "--json", "-p", "nvidia_gl"]) == 0
+    ana = json.loads(capsys.readouterr().out)
+    assert (ana["triangles"], ana["primitives"], ana["results"][0]["invocations"]) == (0, [], 0)
+    assert ana["notes"] == ["1 point/line primitive(s) skipped", "no triangle primitives"]
+
+
+def test_unchanged_asset_is_copied_byte_for_byte(tmp_path):
+    src = asset("TriangleWithoutIndices", "TriangleWithoutIndices.gltf")
+    report = optimize_file(src, tmp_path / src.name, options())
+    assert (tmp_path / src.name).read_bytes() == src.read_bytes()
+    assert report.primitives[0]["index_type_after"] == "none"  # nothing welded: no index buffer added
+
+
+def test_strip_keeps_its_mode_when_its_order_is_kept_and_warns_nothing(tmp_path):
+    import warnings
+
+    src = asset("PrimitiveMode11", "Mesh_PrimitiveMode_11.gltf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = optimize_file(src, tmp_path / "strip.gltf", options())
+    (prim,) = report.primitives
+    assert (prim["mode"], prim["order"], prim["index_type_before"], prim["index_type_after"]) == \
+        ("triangle strip", "input", "uint32", "uint16")
+    out_prim = read(tmp_path / "strip.gltf")[0]["meshes"][0]["primitives"][0]
+    assert out_prim["mode"] == 5
+
+
+def test_index_type_options(tmp_path):
+    src = asset("PrimitiveMode11", "Mesh_PrimitiveMode_11.gltf")
+    report = optimize_file(src, tmp_path / "keep.gltf", options(keep_index_type=True))
+    assert report.primitives[0]["index_type_after"] == "uint32"
+    report = optimize_file(asset("PrimitiveMode14", "Mesh_PrimitiveMode_14.gltf"), tmp_path / "u8.gltf", options())
+    assert (report.primitives[0]["index_type_before"], report.primitives[0]["index_type_after"]) == ("uint8", "uint8")
+
+
+def test_no_weld_and_keep_vertex_order_keep_the_vertex_data(tmp_path):
+    src = asset("Fox", "Fox.glb")
+    report = optimize_file(src, tmp_path / "fox.glb", options(weld=False))
+    assert report.vertices_after == 1728 and report.after["invocations"] == 1728
+    assert (tmp_path / "fox.glb").read_bytes() == src.read_bytes()  # nothing to gain: copied through
+    src = asset("CesiumMan", "CesiumMan.glb")
+    report = optimize_file(src, tmp_path / "man.glb", options(vertex_order=False))
+    (prim,) = report.primitives
+    assert prim["vertex_order"] == "kept"
+    assert prim["fetch_gap_after"] == prim["fetch_gap_kept_order"] == pytest.approx(687.6, abs=0.05)
+    doc_in, buf_in = read(src)
+    doc_out, buf_out = read(tmp_path / "man.glb")
+    for a in doc_in["meshes"][0]["primitives"][0]["attributes"].values():
+        assert np.array_equal(read_accessor(doc_out, buf_out, a)[0], read_accessor(doc_in, buf_in, a)[0])
+
+
+def test_optimize_json_reports_each_primitive(tmp_path, capsys):
+    from meshopt_batch_app.cli import main
+
+    src = asset("CesiumMan", "CesiumMan.glb")
+    assert main(["optimize", str(src), "-o", str(tmp_path / "m.glb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (prim,) = out["primitives"]
+    assert prim["before"] == {"profile": "nvidia_gl", "invocations": 9727, "asr": 9727 / 4672, "batches": 309}
+    assert prim["after"]["invocations"] == out["after"]["invocations"] == 4348
+    assert (prim["fetch_gap_before"], prim["fetch_gap_after"]) == (1.0, 1.0)
+    assert prim["fetch_gap_kept_order"] == pytest.approx(687.6, abs=0.05)
+    assert out["size_limit"] >= out["bytes_after"]
+
+
+def test_analyze_json_lists_every_primitive(capsys):
+    from meshopt_batch_app.cli import main
+
+    src = asset("ClearCoatTest", "ClearCoatTest.gltf")
+    assert main(["analyze", str(src), "--json", "-p", "nvidia_gl", "-p", "amd"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["primitives"]) == 27
+    first = out["primitives"][0]
+    assert set(first) == {"name", "mesh", "primitive", "triangles", "vertices", "results"}
+    assert [r["profile"] for r in first["results"]] == ["nvidia_gl", "amd"]
+    for k in range(2):
+        assert sum(p["results"][k]["invocations"] for p in out["primitives"]) == out["results"][k]["invocations"]
+    assert out["results"][0]["invocations"] == 41562

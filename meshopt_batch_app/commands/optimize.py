@@ -136,11 +136,12 @@ def print_details(report) -> None:
     if kept:
         print(f"{kept} of {len(prims)} index buffer(s) kept their input order (the optimized order "
               "predicted no fewer invocations)")
-    gaps = [(p["fetch_gap_before"], p["fetch_gap_after"]) for p in prims if p.get("fetch_gap_before") is not None]
+    gaps = [(p["fetch_gap_before"], p["fetch_gap_kept_order"], p["fetch_gap_after"]) for p in prims
+            if p.get("fetch_gap_before") is not None]
     if gaps:
-        before = sum(g[0] for g in gaps) / len(gaps)
-        after = sum(g[1] for g in gaps) / len(gaps)
-        print(f"vertex fetch: mean first-use gap {before:.1f} -> {after:.1f} vertices")
+        before, kept, after = (sum(g[k] for g in gaps) / len(gaps) for k in range(3))
+        print(f"vertex fetch: mean first-use gap {before:.1f} in, {after:.1f} out "
+              f"({kept:.1f} with the new triangle order and the vertex order kept)")
     if report.bytes_before:
         limit = f" (limit {report.size_limit})" if report.size_limit is not None else ""
         print(f"size: {report.bytes_before} -> {report.bytes_after} bytes{limit}")
