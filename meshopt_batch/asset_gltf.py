@@ -50,7 +50,7 @@ from .io.common import Refusal, one_line
 from .io.gltf_document import COMPONENT_DTYPES, load_document, read_accessor
 from .io.gltf_draws import IndexBuffer, VertexSet, census
 from .io.gltf_layout import DocumentEditor, accessor_span
-from .io.gltf_output import local_uri, same_file, package_gltf, resource_files
+from .io.gltf_output import local_uri, package_gltf, resource_files, same_file
 from .profiles import Profile
 from .reuse import Prediction, predict
 from .vertex_set import BufferOutcome, SetOptions, SetOutcome, optimize_vertex_set
@@ -122,7 +122,9 @@ def _new_flat(buf: IndexBuffer, out: BufferOutcome, outcome: SetOutcome, old_fla
 def _write_buffer(editor: DocumentEditor, doc: dict, vset: VertexSet, buf: IndexBuffer, out: BufferOutcome,
                   outcome: SetOutcome, vertex_count: int, keep_index_type: bool) -> tuple[str, str, int]:
     """Store one optimized index buffer; (index type in, index type out, bytes added)."""
-    stored = None if buf.accessor is None else np.dtype(COMPONENT_DTYPES[doc["accessors"][buf.accessor]["componentType"]])
+    stored = None
+    if buf.accessor is not None:
+        stored = np.dtype(COMPONENT_DTYPES[doc["accessors"][buf.accessor]["componentType"]])
     old_flat = None if buf.accessor is None else buf.flat(doc, editor.source_buffers)
     type_in = "none" if stored is None else stored.name
     if buf.accessor is None and outcome.source is None and out.order == "input" and out.dropped == 0:
@@ -244,7 +246,7 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
             for a in vset.accessors:
                 editor.gather(a, outcome.source)
             result.added_bytes += outcome.copies * _row_bytes(doc, vset)
-        by_buffer = {id(b): (o, t) for b, o, t in zip(free, outcome.buffers, tris)}
+        by_buffer = {id(b): (o, t) for b, o, t in zip(free, outcome.buffers, tris, strict=True)}
         for buf in vset.buffers:
             out, tri_in = by_buffer.get(id(buf), (None, None))
             if out is None:
@@ -306,7 +308,7 @@ def _write(editor: DocumentEditor, doc: dict, buffers: list[bytes], data: bytes,
         main, out_doc = data, doc
     else:
         new_doc, new_buffers = editor.build()
-        changed = [a is not b for a, b in zip(new_buffers, buffers)]
+        changed = [a is not b for a, b in zip(new_buffers, buffers, strict=True)]
         main, side, notes = package_gltf(new_doc, new_buffers, source, output, changed=changed,
                                          source_bytes=data, embed=options.embed)
         result.notes += notes

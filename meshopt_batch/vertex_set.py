@@ -183,8 +183,25 @@ def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_rem
     return tris, None, {}, "input"
 
 
+@dataclass
+class _Attempt:
+    """One pass over a vertex set (with or without welding)."""
+
+    source: np.ndarray | None
+    old_to_new: np.ndarray
+    count: int
+    merged: int
+    copies: int
+    chosen: list
+    orders: list
+    stats: list
+    degenerate_after: list
+    vertex_order: str
+    gap_kept_order: float
+
+
 def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetOptions, vertex_ops: bool,
-             with_weld: bool, positions=None) -> tuple:
+             with_weld: bool, positions=None) -> _Attempt:
     source = None
     old_to_new = np.arange(vertex_count, dtype=np.int64)
     merged = 0
@@ -225,7 +242,7 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
             renumbered = [inverse[t] for t in chosen]
             worse = any(_invocations(r, count, p) > _invocations(t, count, p)
                         for p in numbering_profiles(options.profile, count)
-                        for r, t in zip(renumbered, chosen))
+                        for r, t in zip(renumbered, chosen, strict=True))
             if worse:
                 vertex_order = "kept: first-use order predicts more invocations"
             else:
@@ -234,7 +251,8 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
                 old_to_new = inverse[old_to_new]
         else:
             vertex_order = "first-use"
-    return source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order, gap_kept
+    return _Attempt(source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order,
+                    gap_kept)
 
 
 def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray], vertex_count: int,
@@ -261,18 +279,18 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
     deg_before = [int(degenerate_mask(b).sum()) for b in inputs]
     with_weld = vertex_ops and options.weld and records is not None
     got = _attempt(records, inputs, vertex_count, options, vertex_ops, with_weld, positions)
-    after = [_invocations(t, got[2], options.profile) for t in got[5]]
-    if with_weld and got[3] and any(a > b for a, b in zip(after, before)):
+    after = [_invocations(t, got.count, options.profile) for t in got.chosen]
+    if with_weld and got.merged and any(a > b for a, b in zip(after, before, strict=True)):
         got = _attempt(records, inputs, vertex_count, options, vertex_ops, False, positions)
-        after = [_invocations(t, got[2], options.profile) for t in got[5]]
-    source, old_to_new, count, merged, copies, chosen, orders, stats, deg_after, vertex_order, gap_kept = got
-    if source is not None and count == vertex_count and np.array_equal(source, np.arange(count)):
+        after = [_invocations(t, got.count, options.profile) for t in got.chosen]
+    source = got.source
+    if source is not None and got.count == vertex_count and np.array_equal(source, np.arange(got.count)):
         source = None
-    remap = None if source is None else old_to_new
     outcomes = [
-        BufferOutcome(t, order, b, a, int(i.shape[0]), db,
-                      0 if options.drop_degenerate else da, st)
-        for t, order, b, a, i, db, da, st in zip(chosen, orders, before, after, inputs, deg_before, deg_after, stats)
+        BufferOutcome(t, order, b, a, int(i.shape[0]), db, 0 if options.drop_degenerate else da, st)
+        for t, order, b, a, i, db, da, st in zip(got.chosen, got.orders, before, after, inputs, deg_before,
+                                                 got.degenerate_after, got.stats, strict=True)
     ]
-    return SetOutcome(source, remap, vertex_count, count, merged, copies, vertex_order,
-                      first_use_gap(inputs), first_use_gap(chosen), gap_kept, outcomes)
+    return SetOutcome(source, None if source is None else got.old_to_new, vertex_count, got.count, got.merged,
+                      got.copies, got.vertex_order, first_use_gap(inputs), first_use_gap(got.chosen),
+                      got.gap_kept_order, outcomes)

@@ -69,7 +69,7 @@ def test_shared_vertex_set_gets_one_renumbering():
     halves = [tris[rng.permutation(len(tris))][: len(tris) // 2], tris[len(tris) // 2:]]
     out = optimize_vertex_set(None, halves, grid.vertex_count, opts())
     assert out.vertex_order == "first-use" and out.source is not None and out.remap is not None
-    for before, buf in zip(halves, out.buffers):
+    for before, buf in zip(halves, out.buffers, strict=True):
         assert np.array_equal(np.sort(out.source[buf.triangles], axis=None), np.sort(before, axis=None))
         assert buf.after <= buf.before
     assert out.fetch_gap_after == 1.0 < out.fetch_gap_kept_order

@@ -40,8 +40,9 @@ What the readers do:
   after its mesh (``name[p]`` when the mesh has several primitives), positions in the
   mesh's local space; the index accessor type is kept (uint8 is read as uint16).
   Triangle strips and fans are converted to lists (``meta["gltf_mode"]`` says which);
-  points/lines primitives are skipped (warning; :func:`load_draws` returns a note instead).  ``meta`` records the mesh/primitive numbers, material, the world
-  matrix of the first node using the mesh, and that texture coordinates have their origin
+  points/lines primitives are skipped (warning; :func:`load_draws` returns a note
+  instead).  ``meta`` records the mesh/primitive numbers, material, the world matrix of
+  the first node using the mesh, and that texture coordinates have their origin
   at the top left (glTF's convention; OBJ and PLY use the bottom left, and the writers
   flip ``v`` when a mesh goes from one convention to the other).
 

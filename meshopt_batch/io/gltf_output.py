@@ -171,7 +171,7 @@ def _as_gltf(doc, buffers, source, output, changed, indent, embed):
     notes: list[str] = []
     out_dir = output.parent
     taken: set[Path] = set()
-    for bi, (entry, raw) in enumerate(zip(doc.get("buffers", []), buffers)):
+    for bi, (entry, raw) in enumerate(zip(doc.get("buffers", []), buffers, strict=True)):
         uri = entry.get("uri")
         if embed or (uri is not None and uri.startswith("data:") and changed[bi]):
             entry["uri"] = OCTET_STREAM + base64.b64encode(raw).decode("ascii")
