@@ -151,3 +151,20 @@ def test_unwritable_output(tmp_path, capsys):
     assert main(["optimize", str(src), "-o", str(tmp_path / "o.stl")]) == 2
     assert main(["optimize", str(tmp_path / "nope.ply"), "-o", str(tmp_path / "o.ply")]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.ply"]
+
+
+def test_stl_corners_are_welded_and_vertices_in_first_use_order(tmp_path, capsys):
+    cube = meshes.cube()
+    corners = np.asarray(cube.triangles).reshape(-1)
+    soup = Mesh(cube.positions[corners], np.arange(corners.size).reshape(-1, 3), name="soup")
+    src = tmp_path / "soup.ply"
+    save_mesh(soup, src)
+    res = run_json(capsys, "optimize", str(src), "-o", str(tmp_path / "out.ply"), "--json")
+    (prim,) = res["primitives"]
+    assert (res["vertices_before"], res["vertices_after"], prim["welded"]) == (36, 8, 28)
+    assert prim["vertex_order"] == "first-use" and prim["fetch_gap_after"] == 1.0
+    assert res["after"]["invocations"] == 8 < res["before"]["invocations"] == 36
+    written = load_meshes(tmp_path / "out.ply")[0]
+    assert written.vertex_count == 8 and written.index_dtype == np.uint16
+    res = run_json(capsys, "optimize", str(src), "-o", str(tmp_path / "kept.ply"), "--json", "--no-weld")
+    assert res["vertices_after"] == 36 and res["after"]["invocations"] == 36
