@@ -52,6 +52,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..profiles import Profile, get_profile
@@ -253,13 +254,27 @@ def soft_boundaries(broken: np.ndarray, size: int) -> np.ndarray:
     cut is the position with the fewest ``broken`` reuses (:func:`broken_reuses`) between
     ``size / 2`` and ``3 size / 2`` triangles after the previous cut (first such position on ties).
     """
-    t_count = len(broken) - 1
-    starts = [0]
-    lo, hi = max(1, size // 2), max(1, size // 2) + size
-    while starts[-1] + hi < t_count:
-        s = starts[-1]
-        starts.append(s + lo + int(np.argmin(broken[s + lo:s + hi])))
-    return np.asarray(starts, np.int64)
+    return _soft_cuts(np.ascontiguousarray(broken, np.int64), int(size))
+
+
+@njit(cache=True)
+def _soft_cuts(broken, size):
+    t_count = broken.shape[0] - 1
+    lo = max(1, size // 2)
+    hi = lo + size
+    out = np.empty(t_count // lo + 2, np.int64)
+    out[0] = 0
+    n = 1
+    s = 0
+    while s + hi < t_count:
+        best = s + lo
+        for i in range(s + lo + 1, s + hi):
+            if broken[i] < broken[best]:
+                best = i
+        out[n] = best
+        n += 1
+        s = best
+    return out[:n].copy()
 
 
 def _cluster_levels(tris: np.ndarray, vcount: int, prof: Profile, allowance: float):

@@ -82,7 +82,7 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
     gl_reason = None
     if check_gl and not gl_available():
         gl_reason = "no OpenGL context can be created here"
-    jobs = [(scene, order) for order in scope.orders for scene in scenes]
+    jobs = [(scene, order) for order in scope.all_orders for scene in scenes if order in scope.orders_for(scene)]
     bar = progress(len(jobs), "simulate") if progress else None
     runs, errors, maps, commands = {}, {}, {}, []
     for scene, order in jobs:
@@ -122,6 +122,9 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
         bar.close()
     if scope.orders[1:]:
         commands.append("# the same with --method " + " / --method ".join(scope.orders[1:]))
+    extra = [s for s in scenes if s in scope.overdraw_scenes]
+    if extra and scope.overdraw_orders:
+        commands.append(f"# and on {', '.join(extra)} with --method " + " / --method ".join(scope.overdraw_orders))
     return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": techniques,
             "commands": commands, "gl_reason": gl_reason, "seconds": time.perf_counter() - t0}
 
@@ -149,11 +152,13 @@ def matrix_frame(data: dict) -> pd.DataFrame:
                 "cycles": float(t["cycles"]), "energy": float(t["energy"]),
             }
             if base is not None:
-                row["overshading_vs_baseline"] = row["overshading"] / float(base["overshading"]) if base["overshading"] else np.nan
+                row["overshading_vs_baseline"] = (row["overshading"] / float(base["overshading"])
+                                                  if base["overshading"] else np.nan)
                 row["speedup"] = float(base["cycles"]) / row["cycles"] if row["cycles"] else np.nan
                 row["energy_vs_baseline"] = row["energy"] / float(base["energy"]) if base["energy"] else np.nan
             if ref_base is not None:
-                row["speedup_vs_original_baseline"] = float(ref_base["cycles"]) / row["cycles"] if row["cycles"] else np.nan
+                row["speedup_vs_original_baseline"] = (float(ref_base["cycles"]) / row["cycles"]
+                                                       if row["cycles"] else np.nan)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -194,7 +199,8 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
                                 "vertex_invocations": "vertex inv.", "fragments_shaded": "frag. shaded",
                                 "overshading_vs_baseline": "overshading / baseline",
                                 "tiles_skipped_pct": "tiles skipped %", "samples_per_pixel": "samples/pixel",
-                                "mssim_min": "min MSSIM", "speedup": "speed-up", "energy_vs_baseline": "energy / baseline"}),
+                                "mssim_min": "min MSSIM", "speedup": "speed-up",
+                                "energy_vs_baseline": "energy / baseline"}),
                             floatfmt="{:.3f}"))
     reorder = _reorder_summary(own)
     if reorder:
@@ -221,16 +227,113 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
     piv = m.pivot_table(index=["scene", "order"], columns="technique", values="speedup_vs_original_baseline",
                         sort=False).reset_index()
     vinv = m[m["technique"] == "baseline"].set_index(["scene", "order"])["vertex_invocations"]
-    piv.insert(2, "vertex inv.", [int(vinv.get((s, o), -1)) for s, o in zip(piv["scene"], piv["order"])])
+    piv.insert(2, "vertex inv.", [int(vinv.get((s, o), -1)) for s, o in zip(piv["scene"], piv["order"], strict=False)])
     piv.columns.name = None
     sec.tables.append(Table("End-to-end matrix: speed-up (cycles) over the baseline in the scene's own order",
                             piv, floatfmt="{:.3f}"))
 
+    overdraw_tables(sec, data, m, scope)
     _technique_bars(sec, own)
     _order_bars(sec, m, scope)
     _maps(sec, data, own)
     _timelines(sec, data, first)
     return sec, m
+
+
+#: Techniques whose gain on top of each triangle order the overdraw table states.
+OVERDRAW_TECHNIQUES = ("vro", "evr", "dr")
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:+.1f}%"
+
+
+def overdraw_tables(sec, data: dict, m: pd.DataFrame, scope) -> None:
+    """Issue 20: per overdraw scene, each order's vertex work, overshading and cost-table figures,
+    with what VRO, EVR and DR gain on top of it, and a paragraph on how much of the mesh-level
+    gain (batch+overdraw over batch) survives under each technique."""
+    for scene in [s for s in data["scenes"] if s in scope.overdraw_scenes]:
+        part = m[m["scene"] == scene]
+        orders = [o for o in scope.orders_for(scene) if o in set(part["order"])]
+        if not orders:
+            continue
+        cell = part.set_index(["order", "technique"])
+        techs = [t for t in OVERDRAW_TECHNIQUES if t in set(part["technique"])]
+        first = data["runs"][(scene, orders[0])]
+        work, cost = [], []
+        for o in orders:
+            b = cell.loc[(o, "baseline")]
+            row = {"order": o, "vertex inv.": int(b["vertex_invocations"]), "frag. shaded": int(b["fragments_shaded"]),
+                   "overshading": b["overshading"]}
+            row.update({f"{t.upper()} overshading": cell.loc[(o, t), "overshading"] for t in techs})
+            work.append(row)
+            c = {"order": o, "Mcycles": b["cycles"] / 1e6, "energy (mJ)": b["energy"] / 1e6}
+            c.update({f"{t.upper()} speed-up": cell.loc[(o, t), "speedup"] for t in techs})
+            c.update({f"{t.upper()} energy": cell.loc[(o, t), "energy_vs_baseline"] for t in techs})
+            cost.append(c)
+        how = (f"{first.frames} frames at {first.width}x{first.height}, vertex work under the "
+               f"{first.profile} model")
+        sec.tables.append(Table(f"Overdraw-aware triangle orders on {scene} ({how}): work per order and "
+                                "overshading (shaded fragments per covered pixel) under each technique",
+                                pd.DataFrame(work), floatfmt="{:.4f}"))
+        sec.tables.append(Table(f"Overdraw-aware triangle orders on {scene}: the cost table's cycles and "
+                                "energy of the baseline, and each technique's speed-up and energy "
+                                "relative to the baseline of the same order", pd.DataFrame(cost),
+                                floatfmt="{:.3f}"))
+        text = _overdraw_paragraph(scene, data, cell, orders, techs)
+        if text:
+            sec.paragraphs.append(text)
+
+
+def _overdraw_paragraph(scene, data, cell, orders, techs) -> str:
+    """The mesh-level gain of batch+overdraw over batch, and how much of it each technique keeps."""
+    base, ours, peer = "batch", "batch+overdraw", "meshoptimizer_overdraw"
+    if base not in orders or ours not in orders:
+        return ""
+
+    def val(order, tech, col):
+        return float(cell.loc[(order, tech), col])
+
+    def tot(order, col):
+        return float(data["runs"][(scene, order)].totals.loc["baseline", col])
+
+    inv_b, inv_o = val(base, "baseline", "vertex_invocations"), val(ours, "baseline", "vertex_invocations")
+    fr_b, fr_o = val(base, "baseline", "fragments_shaded"), val(ours, "baseline", "fragments_shaded")
+    gain = fr_b - fr_o
+    text = (f"Does mesh-level ordering still pay on {scene}? In program order with early-Z, {ours} shades "
+            f"{val(ours, 'baseline', 'overshading'):.3f} fragments per covered pixel against {base}'s "
+            f"{val(base, 'baseline', 'overshading'):.3f}")
+    if peer in orders:
+        text += (f" and meshoptimizer's overdraw order's {val(peer, 'baseline', 'overshading'):.3f} (whose "
+                 f"vertex shading is {_pct(val(peer, 'baseline', 'vertex_invocations') / inv_b - 1)} of "
+                 f"{base}'s)")
+    text += (f"; it pays {_pct(inv_o / inv_b - 1)} vertex-shader invocations for that "
+             f"({int(inv_o):,} against {int(inv_b):,}). The mesh-level gain is {int(gain):,} fragments "
+             f"({100.0 * gain / fr_b if fr_b else 0.0:.1f}% of {base}'s shaded fragments).")
+    kept = []
+    for t in techs:
+        g = val(base, t, "fragments_shaded") - val(ours, t, "fragments_shaded")
+        share = f"{100.0 * g / gain:.0f}% of it" if gain > 0 else "n/a"
+        kept.append(f"under {t.upper()} {int(g):,} fragments ({share}; overshading "
+                    f"{val(base, t, 'overshading'):.3f} -> {val(ours, t, 'overshading'):.3f})")
+    if kept:
+        text += " What survives on top of each technique: " + "; ".join(kept) + "."
+    d_geo = tot(ours, "geometry_cycles") - tot(base, "geometry_cycles")
+    d_ras = tot(ours, "raster_cycles") - tot(base, "raster_cycles")
+    d_cyc = val(ours, "baseline", "cycles") / val(base, "baseline", "cycles") - 1
+    d_en = val(ours, "baseline", "energy") / val(base, "baseline", "energy") - 1
+    text += (f" In the cost table's terms the overdraw order changes the baseline's cycles by {_pct(d_cyc)} "
+             f"and its energy by {_pct(d_en)}: the geometry stage {d_geo / 1e6:+.2f} Mcycles (vertex shading), "
+             f"the raster stage {d_ras / 1e6:+.2f} Mcycles (a tile takes as long as its slowest stage: list "
+             "fetch, rasterization, shading or flush).")
+    if techs:
+        dc = [_pct(val(ours, t, "cycles") / val(base, t, "cycles") - 1) for t in techs]
+        de = [_pct(val(ours, t, "energy") / val(base, t, "energy") - 1) for t in techs]
+        text += (f" The same comparison on top of {', '.join(t.upper() for t in techs)}: cycles "
+                 f"{', '.join(dc)}; energy {', '.join(de)}.")
+    verdict = ("so on this model the overdraw order pays for itself" if d_cyc < 0 and d_en < 0 else
+               "so on this model the extra vertex shading outweighs the fragments saved")
+    return text + f" Against {base} in program order, {verdict}."
 
 
 def _reorder_summary(own: pd.DataFrame) -> str:
@@ -307,20 +410,20 @@ def _order_bars(sec, m, scope):
         return
     ref = base[base["order"] == scope.orders[0]].set_index("scene")
     base["vertex inv. / own order"] = [v / ref.loc[s, "vertex_invocations"] if s in ref.index else np.nan
-                                       for s, v in zip(base["scene"], base["vertex_invocations"])]
+                                       for s, v in zip(base["scene"], base["vertex_invocations"], strict=False)]
     best = m.loc[m.groupby(["scene", "order"])["cycles"].idxmin()]
     fig, axes = new_figure(1, 2, 11, 3.6)
-    grouped_bars(axes[0], base, "vertex inv. / own order", "scene", "order", hues=list(scope.orders))
+    grouped_bars(axes[0], base, "vertex inv. / own order", "scene", "order", hues=list(scope.all_orders))
     axes[0].axhline(1.0, color="k", lw=0.8)
     axes[0].set_ylabel("vertex-shader invocations / own order")
     axes[0].set_title("geometry stage: vertex shading per triangle order", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7)
-    grouped_bars(axes[1], best, "speedup_vs_original_baseline", "scene", "order", hues=list(scope.orders))
+    grouped_bars(axes[1], best, "speedup_vs_original_baseline", "scene", "order", hues=list(scope.all_orders))
     axes[1].set_ylabel("speed-up over baseline, own order")
     axes[1].set_title("best technique per order: whole-frame speed-up", fontsize=9)
     parts = []
-    for o in scope.orders[1:]:
+    for o in scope.all_orders[1:]:
         v = base[base["order"] == o]["vertex inv. / own order"]
         parts.append(f"{o} {_range(v, '{:.3f}x')}")
     top = best.loc[best["speedup_vs_original_baseline"].idxmax()]
@@ -346,7 +449,7 @@ def _maps(sec, data, own):
         tiles_y = -(-res.height // res.tile)
         fig, axes = new_figure(1, 2, 13, 4.4)
         ok = 0
-        for ax, tech in zip(axes, RATE_TECHNIQUES):
+        for ax, tech in zip(axes, RATE_TECHNIQUES, strict=False):
             req = info["requests"].get(tech, {}).get(fr, {})
             rate = req.get("rate")
             if rate is None or tech not in info["colour"]:
@@ -366,7 +469,7 @@ def _maps(sec, data, own):
                 "dsr_rate_map", fig,
                 f"DSR's per-tile sampling rate on {scene} (the scene where DSR sampled least), frame {fr}, "
                 "over the frame DSR rendered: "
-                + ", ".join(f"{lab} on {p:.0f}% of tiles" for lab, p in zip(RATE_LABELS, share))
+                + ", ".join(f"{lab} on {p:.0f}% of tiles" for lab, p in zip(RATE_LABELS, share, strict=False))
                 + f"; over the whole run {spp[scene]:.3f} samples per pixel. DSR sets each tile's rate for "
                 "frame N+1 from the DCT of its colours in frame N, so tiles with little high-frequency "
                 "content are the ones sampled sparsely."))
@@ -409,7 +512,8 @@ def _maps(sec, data, own):
     sec.figures.append(Figure(
         "skip_map", fig,
         f"Tiles skipped by Rendering Elimination on {best_scene} at frame {fr} (the scene where EVR adds "
-        f"most skipped tiles to RE), over the frame EVR+RE rendered (clear: rendered): RE skips {int(re_s.sum())} of {n_tiles} tiles "
+        f"most skipped tiles to RE), over the frame EVR+RE rendered (clear: rendered): RE skips "
+        f"{int(re_s.sum())} of {n_tiles} tiles "
         f"({100.0 * re_s.mean():.1f}%), EVR+RE {int(evr_s.sum())} ({100.0 * evr_s.mean():.1f}%); "
         f"{int((evr_s & ~re_s).sum())} tiles are skipped only because EVR left predicted-occluded "
         "primitives out of the signature, "
@@ -424,7 +528,7 @@ def _timelines(sec, data, first):
     rows = -(-len(runs) // cols)
     fig, axes = new_figure(rows, cols, 4.6 * cols, 3.2 * rows)
     notes = []
-    for ax, (scene, res) in zip(axes, runs):
+    for ax, (scene, res) in zip(axes, runs, strict=False):
         pf = res.per_frame
         base = pf[pf["technique"] == "baseline"].set_index("frame")["cycles"]
         for tech, part in pf.groupby("technique", sort=False):
