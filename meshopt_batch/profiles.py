@@ -22,8 +22,18 @@ Memory kinds
 ``direct``
     Direct-mapped table of ``memory_size`` slots keyed by ``vertex index % memory_size``
     (a vertex evicts whatever occupied its slot); the form Mesa's vertex splitter uses.
+``groups``
+    Aligned groups (Arm Mali Valhall and later): an index ``v`` shades the whole group of
+    ``memory_size`` vertex ids ``memory_size * (v // memory_size)`` up to the next multiple
+    (those that exist), each group once per draw; e.g. groups of 4 and indices 0, 7, 15 shade
+    vertices 0-7 and 12-15.
+``range``
+    Whole index range (Arm Mali-400): a draw shades every vertex id from its smallest to its
+    largest index once (indices 0, 1000, 2 shade 1001 vertices); ``memory_size`` is unused (1).
 
-``max_size == 0`` / ``max_uniques == 0`` mean "unbounded" (a classic global cache).
+``max_size == 0`` / ``max_uniques == 0`` mean "unbounded" (a classic global cache).  For
+``groups`` and ``range`` the triangle order does not change the vertices shaded; they take no
+batch bounds.
 """
 
 from __future__ import annotations
@@ -35,7 +45,10 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .errors import MeshoptBatchError
 
-MEMORY_KINDS = ("fifo", "lookback", "lookback_dx", "lru", "direct")
+MEMORY_KINDS = ("fifo", "lookback", "lookback_dx", "lru", "direct", "groups", "range")
+#: Memory kinds whose invocations do not depend on the triangle order (only on which vertex
+#: ids a draw references).
+ORDER_FREE_KINDS = ("groups", "range")
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,14 @@ class Profile:
             raise MeshoptBatchError(f"profile {self.name!r}: bounds must be positive")
         if 0 < self.max_uniques < 3 or 0 < self.max_size < 3:
             raise MeshoptBatchError(f"profile {self.name!r}: a batch must hold one triangle")
+        if self.order_free and (self.batched or self.boundary_16bit):
+            raise MeshoptBatchError(f"profile {self.name!r}: memory {self.memory!r} takes no batch "
+                                    "bounds and no 16-bit rule")
+
+    @property
+    def order_free(self) -> bool:
+        """True when the triangle order cannot change the invocations (``groups``, ``range``)."""
+        return self.memory in ORDER_FREE_KINDS
 
     @property
     def batched(self) -> bool:

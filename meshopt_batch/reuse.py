@@ -11,12 +11,14 @@ The printed pseudo-code does not reset ``added`` when a batch ends mid-triangle;
 would count the triangle's first vertices twice (once for a batch that never shaded them), so
 ``added`` restarts at zero with the new batch here.
 
-Memory modules (see :mod:`meshopt_batch.profiles`) are O(1) per index except LRU (O(size)):
-look-back retention keeps each vertex's last batch position, FIFO keeps each vertex's
-insertion stamp, the direct-mapped table stores (vertex, batch) per slot.  The same
-functions serve the batch optimizer (paper 001, Algorithm 2) incrementally: :func:`new_memory`,
-:func:`memory_functions` (lookup / touch / forget of the profile's kind), :func:`note_block`
-and :func:`mem_new_batch`.
+:func:`predict` runs one compiled kernel per memory kind (:mod:`meshopt_batch.reuse_kernels`).
+The batch optimizer (paper 001, Algorithm 2) asks the same questions incrementally, one index
+at a time, through the functions of this module: :func:`new_memory`, the ``*_lookup`` /
+``*_touch`` functions of each kind (look-back retention keeps each vertex's last
+batch position, FIFO each vertex's insertion stamp, the direct-mapped table (vertex, batch) per
+slot, LRU a most-recent-first table), :func:`note_block` and :func:`mem_new_batch`.  The aligned
+``groups`` and whole-``range`` kinds do not depend on the triangle order and have no incremental
+form.
 """
 
 from __future__ import annotations
@@ -30,17 +32,21 @@ from numba import njit
 
 from .errors import MeshoptBatchError
 from .profiles import Profile, get_profile
+from .reuse_kernels import dx_reuse, run_kernel
 
 KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX, KIND_LRU, KIND_DIRECT = 0, 1, 2, 3, 4
 _KIND_CODES = {"fifo": KIND_FIFO, "lookback": KIND_LOOKBACK, "lookback_dx": KIND_LOOKBACK_DX,
                "lru": KIND_LRU, "direct": KIND_DIRECT}
 
 # layout of the scalar state array
-S_BATCH_START, S_MISSES, S_BATCH_MISS_START, S_EPOCH, S_LRU_COUNT, S_BLOCK, S_MIXED = range(7)
+S_BATCH_START, S_MISSES, S_BATCH_MISS_START, S_EPOCH, S_LRU_COUNT, S_BLOCK, S_MIXED, S_LEN = range(8)
 
 
 def memory_code(profile: Profile) -> int:
     """Numeric code of a profile's memory kind, for the compiled functions."""
+    if profile.memory not in _KIND_CODES:
+        raise MeshoptBatchError(f"profile {profile.name!r}: memory {profile.memory!r} has no "
+                                "incremental form (the triangle order does not matter to it)")
     return _KIND_CODES[profile.memory]
 
 
@@ -59,7 +65,7 @@ def new_memory(profile: Profile, vertex_count: int):
         LRU entries (most recent first) or direct-mapped slots (vertex, epoch) pairs.
     """
     kind = memory_code(profile)
-    scalars = np.zeros(7, np.int64)
+    scalars = np.zeros(S_LEN, np.int64)
     scalars[S_BLOCK] = -1
     width = 3 if kind == KIND_LOOKBACK_DX else 1
     per_vertex = np.full(max(vertex_count, 1) * width if kind in (KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX) else 1,
@@ -73,18 +79,9 @@ def new_memory(profile: Profile, vertex_count: int):
     return scalars, per_vertex, table
 
 
-@njit(cache=True)
-def _dx_reuse(d, residue):
-    if residue == 0:
-        return d <= 44
-    if residue == 1:
-        return d <= 40 or d == 42
-    return d <= 42 and d != 40
-
-
-# Memory modules.  Every kind has lookup(size, scalars, per_vertex, table, v, p) -> bool,
-# touch(size, scalars, per_vertex, table, v, p, hit) and forget(per_vertex, v); the compiled
-# loops take them as arguments, so each kind gets its own specialised machine code.
+# Memory modules for the batch optimizer.  Every kind has
+# lookup(size, scalars, per_vertex, table, v, p) -> bool and touch(size, scalars, per_vertex,
+# table, v, p, hit); the optimizer selects them by kind code (batch_fit.mem_lookup).
 
 @njit(cache=True)
 def lookback_lookup(size, scalars, per_vertex, table, v, p):
@@ -98,15 +95,10 @@ def lookback_touch(size, scalars, per_vertex, table, v, p, hit):
 
 
 @njit(cache=True)
-def lookback_forget(per_vertex, v):
-    per_vertex[v] = -1
-
-
-@njit(cache=True)
 def dx_lookup(size, scalars, per_vertex, table, v, p):
     for r in range(3):
         last = per_vertex[3 * v + r]
-        if last >= scalars[S_BATCH_START] and _dx_reuse(p - last, r):
+        if last >= scalars[S_BATCH_START] and dx_reuse(p - last, r):
             return True
     return False
 
@@ -114,13 +106,6 @@ def dx_lookup(size, scalars, per_vertex, table, v, p):
 @njit(cache=True)
 def dx_touch(size, scalars, per_vertex, table, v, p, hit):
     per_vertex[3 * v + p % 3] = p
-
-
-@njit(cache=True)
-def dx_forget(per_vertex, v):
-    per_vertex[3 * v] = -1
-    per_vertex[3 * v + 1] = -1
-    per_vertex[3 * v + 2] = -1
 
 
 @njit(cache=True)
@@ -176,30 +161,6 @@ def direct_touch(size, scalars, per_vertex, table, v, p, hit):
 
 
 @njit(cache=True)
-def reset_forget(per_vertex, v):
-    """Kinds whose state :func:`mem_new_batch` already invalidates need no per-vertex forget."""
-
-
-_FUNCTIONS = {
-    KIND_LOOKBACK: (lookback_lookup, lookback_touch, lookback_forget),
-    KIND_LOOKBACK_DX: (dx_lookup, dx_touch, dx_forget),
-    KIND_FIFO: (fifo_lookup, fifo_touch, reset_forget),
-    KIND_LRU: (lru_lookup, lru_touch, reset_forget),
-    KIND_DIRECT: (direct_lookup, direct_touch, reset_forget),
-}
-
-
-def memory_functions(profile: Profile):
-    """The compiled ``(lookup, touch, forget)`` functions of a profile's memory module.
-
-    ``lookup`` answers "is vertex ``v`` reusable at absolute index position ``p`` of the
-    current batch?", ``touch`` records the index (store on a miss, notify on a hit), ``forget``
-    drops what a triangle recorded before its batch was cut (Algorithm 1, lines 16-27).
-    """
-    return _FUNCTIONS[memory_code(profile)]
-
-
-@njit(cache=True)
 def note_block(bound16, scalars, v):
     """Track the 2^16 blocks a batch references (paper 001 sec. 3.3 approximation).
 
@@ -224,79 +185,6 @@ def mem_new_batch(scalars, p):
     scalars[S_LRU_COUNT] = 0
     scalars[S_BLOCK] = -1
     scalars[S_MIXED] = 0
-
-
-@njit(cache=True)
-def _referenced(tris, vertex_count):
-    seen = np.zeros(vertex_count, np.bool_)
-    count = 0
-    for t in range(tris.shape[0]):
-        for i in range(3):
-            v = tris[t, i]
-            if not seen[v]:
-                seen[v] = True
-                count += 1
-    return count
-
-
-# Not cached on disk: numba's cache of functions taking compiled functions as arguments can
-# break on stale entries ("underlying object has vanished"); compiling costs well under a second.
-@njit(cache=False)
-def _predict(lookup, touch, forget, tris, size, max_size, max_uniques, bound16, scalars, per_vertex,
-             table, batch_starts, shaded):
-    """Algorithm 1 over a whole index buffer; returns (invocations, batches)."""
-    invocations = 0
-    batches = 0
-    batch_size = 0
-    uniques = 0
-    record = batch_starts.shape[0] > 0
-    count_shaded = shaded.shape[0] > 0
-    t_count = tris.shape[0]
-    if t_count > 0:
-        batches = 1
-    for t in range(t_count):
-        pos = 3 * t
-        added = 0
-        missed0 = False
-        missed1 = False
-        for i in range(3):
-            v = np.int64(tris[t, i])
-            hit = note_block(bound16, scalars, v) and lookup(size, scalars, per_vertex, table, v, pos + i)
-            if not hit:
-                added += 1
-            if (max_uniques > 0 and uniques + added > max_uniques) or (max_size > 0 and batch_size + i > max_size):
-                for j in range(i):
-                    w = np.int64(tris[t, j])
-                    forget(per_vertex, w)
-                    if count_shaded and (missed0 if j == 0 else missed1):
-                        shaded[w] -= 1
-                mem_new_batch(scalars, pos)
-                if record:
-                    batch_starts[batches] = t
-                batches += 1
-                batch_size = 0
-                uniques = 0
-                added = 0
-                for j in range(i + 1):
-                    w = np.int64(tris[t, j])
-                    h = note_block(bound16, scalars, w) and lookup(size, scalars, per_vertex, table, w, pos + j)
-                    if not h:
-                        added += 1
-                        if count_shaded:
-                            shaded[w] += 1
-                    touch(size, scalars, per_vertex, table, w, pos + j, h)
-            else:
-                if not hit and count_shaded:
-                    shaded[v] += 1
-                if i == 0:
-                    missed0 = not hit
-                elif i == 1:
-                    missed1 = not hit
-                touch(size, scalars, per_vertex, table, v, pos + i, hit)
-        batch_size += 3
-        uniques += added
-        invocations += added
-    return invocations, batches
 
 
 @dataclass
@@ -414,18 +302,10 @@ def predict(triangles, vertex_count: int | None = None, *args, profile: "str | P
         raise TypeError("predict() takes the profile as a keyword: predict(triangles, vertex_count, profile=...)")
     prof = get_profile(profile)
     tris, vcount = as_index_array(triangles, vertex_count)
-    scalars, pv, table = new_memory(prof, vcount)
     t_count = tris.shape[0]
     starts = np.zeros(t_count + 1 if return_batches else 0, np.int64)
     shaded = np.zeros(vcount if per_vertex else 0, np.int64)
-    if t_count:
-        lookup, touch, forget = memory_functions(prof)
-        invocations, batches = _predict(lookup, touch, forget, tris, prof.memory_size, prof.max_size,
-                                        prof.max_uniques, prof.boundary_16bit, scalars, pv, table, starts,
-                                        shaded)
-    else:
-        invocations, batches = 0, 0
-    referenced = _referenced(tris, vcount) if t_count else 0
+    invocations, batches, referenced = run_kernel(prof, tris, vcount, starts, shaded)
     return Prediction(prof.name, int(invocations), t_count, referenced, int(batches),
                       starts[:batches].copy() if return_batches else None,
                       shaded if per_vertex else None)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.profiles import Profile, get_profile
 from meshopt_batch.reuse import predict
+from meshopt_batch.reuse_kernels import dx_reach
 from reference_batching import LookbackDX, reference_predict
 
 
@@ -159,3 +160,63 @@ def test_per_vertex_counts_sum_to_invocations():
     for profile in ALL_PROFILES:
         pred = predict(tris, profile=profile, per_vertex=True)
         assert pred.shaded_per_vertex.sum() == pred.invocations
+
+
+# -- the compiled kernels, one per memory kind (issue 16 item 3) --------------------------------
+
+LARGE_WINDOWS = [Profile("lru_big", 0, 0, "lru", 40), Profile("fifo_big", 0, 0, "fifo", 40),
+                 Profile("direct_odd", 30, 12, "direct", 7), Profile("direct_pow2", 0, 0, "direct", 8),
+                 Profile("lookback_1", 9, 4, "lookback", 1), Profile("lru_1", 12, 5, "lru", 1),
+                 Profile("fifo_16bit", 15, 6, "fifo", 3, True), Profile("lru_16bit", 0, 0, "lru", 4, True),
+                 Profile("direct_16bit", 21, 9, "direct", 5, True), Profile("dx_16bit", 96, 32, "lookback_dx", 44, True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_kernels_match_reference_with_per_vertex_counts(data):
+    profile = data.draw(st.sampled_from(ALL_PROFILES + LARGE_WINDOWS))
+    n_vertices = data.draw(st.integers(1, 80))
+    base = data.draw(st.sampled_from([0, 65500])) if profile.boundary_16bit else 0
+    indices = data.draw(st.lists(st.integers(0, n_vertices - 1), min_size=0, max_size=400))
+    indices = [base + v for v in indices[: len(indices) // 3 * 3]]
+    expected, starts = reference_predict(indices, profile)
+    for dtype in (np.int64, np.uint32):
+        pred = predict(np.array(indices, dtype=dtype).reshape(-1, 3), profile=profile, return_batches=True,
+                       per_vertex=True)
+        assert pred.invocations == expected
+        assert list(pred.batch_starts) == starts
+        assert pred.shaded_per_vertex.sum() == expected
+        assert pred.vertices == len(set(indices))
+
+
+def test_lru_kernel_keeps_recency_order():
+    # LRU of 3: 0 1 2, hit 0 (now most recent), 3 evicts 1, then 1 misses and 0 hits
+    tris = np.array([[0, 1, 2], [0, 3, 3], [1, 0, 0]])
+    pred = predict(tris, profile=Profile("lru3", 0, 0, "lru", 3), per_vertex=True)
+    assert pred.invocations == 5
+    assert pred.shaded_per_vertex.tolist() == [1, 2, 1, 1]
+
+
+def test_dx_reach_is_the_position_rule():
+    # reach[3 i + r]: index i of a triangle reuses a position with residue r up to this distance
+    assert dx_reach().tolist() == [42, 38, 37, 43, 42, 41, 44, 40, 42]
+    for i in range(3):
+        for r in range(3):
+            for d in range(1, 60):
+                if (d - (i - r)) % 3 == 0:
+                    assert (d <= dx_reach()[3 * i + r]) == LookbackDX.rule(d, r), (i, r, d)
+
+
+def test_aligned_groups_and_whole_range():
+    groups = Profile("mali", 0, 0, "groups", 4)
+    pred = predict(np.array([[0, 7, 15]]), 20, profile=groups, per_vertex=True)
+    assert pred.invocations == 12                      # vertices 0-7 and 12-15 (issue 18)
+    assert np.flatnonzero(pred.shaded_per_vertex).tolist() == list(range(8)) + list(range(12, 16))
+    assert predict(np.array([[0, 7, 17]]), 18, profile=groups).invocations == 10   # 16-17 exist
+    whole = Profile("mali400", 0, 0, "range", 1)
+    assert predict(np.array([[0, 1000, 2]]), profile=whole).invocations == 1001
+    shuffled = np.random.default_rng(1).permutation(np.arange(300).reshape(-1, 3))
+    assert predict(shuffled, profile=groups).invocations == 300
+    assert predict(shuffled[::-1], profile=whole).invocations == 300
+    with pytest.raises(MeshoptBatchError):
+        Profile("bad", 96, 32, "groups", 4)

@@ -1,0 +1,442 @@
+"""Algorithm 1 of paper 001, compiled once per memory kind (the predictor's inner loops).
+
+Every kernel walks the index buffer one triangle at a time with the batch bounds of the
+profile (``MAX_SIZE``, ``MAX_UNIQUES``) and one memory module written out for its kind, its
+state held in local variables and per-vertex arrays (memory O(vertices)):
+
+==================  ===========================================================================
+``lookback``        last index position per vertex; reuse iff within the window of the batch
+``lookback_dx``     last position per vertex and residue mod 3; the Direct3D distance rule
+``fifo``            miss stamp per vertex: reuse iff among the last ``size`` misses of the batch
+                    (a timestamp test, no queue)
+``lru``             slots in a doubly linked recency list plus each vertex's slot: O(1) hits
+                    and misses
+``direct``          (vertex, batch epoch) per slot keyed by ``vertex % slots``
+``groups``          each referenced index shades its aligned group of vertex ids once per draw
+``range``           the draw shades every vertex id from its smallest to its largest index
+==================  ===========================================================================
+
+A triangle is first pushed through the live memory (a *trial*).  When it overflows
+``MAX_UNIQUES`` the trial's changes are discarded by opening a new batch (fresh memory: an epoch,
+a stamp or a batch start, plus clearing the three look-back entries the trial wrote) and the
+triangle is pushed again: the whole triangle moves to the next batch, as Algorithm 1's lines
+16-27 do.  ``MAX_SIZE`` is checked before the trial (``size + 2 > MAX_SIZE`` is the printed test
+``size + i > MAX_SIZE`` at the triangle's last index).  With the ``+16bit`` rule a batch stops
+reusing anything once it has referenced two 2^16 blocks (paper 001 sec. 3.3).
+
+The kernels take no compiled functions as arguments, so numba caches all of them on disk.
+
+References
+----------
+.. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+   Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU", Proc. ACM
+   Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 1, sec. 3.3-3.4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def dx_reuse(d, residue):
+    """NVIDIA Direct3D look-back (paper 001 sec. 3.3): reuse at distance ``d`` from an earlier
+    position whose index is ``residue`` mod 3."""
+    if residue == 0:
+        return d <= 44
+    if residue == 1:
+        return d <= 40 or d == 42
+    return d <= 42 and d != 40
+
+
+@njit(cache=True, inline="always")
+def _note_block(v, block, mixed):
+    """The 2^16 block rule: ``(first block of the batch, batch mixes blocks)`` after ``v``."""
+    b = v >> 16
+    if block < 0:
+        return b, mixed
+    return block, mixed or b != block
+
+
+@njit(cache=True, inline="always")
+def _record_batch(starts, batches, t):
+    if starts.shape[0] > 0:
+        starts[batches] = t
+    return batches + 1
+
+
+@njit(cache=True, inline="always")
+def _count_shaded(tris, t, missed, shaded):
+    if shaded.shape[0] > 0:
+        for i in range(3):
+            if missed & (1 << i):
+                shaded[tris[t, i]] += 1
+
+
+@njit(cache=True)
+def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts, shaded):
+    """Look-back retention (NVIDIA OpenGL): ``last[v]`` is ``v``'s last index position."""
+    n = tris.shape[0]
+    invocations = 0
+    batches = 1 if n > 0 else 0
+    batch_start = 0
+    size = 0
+    uniques = 0
+    block = -1
+    mixed = False
+    for t in range(n):
+        pos = 3 * t
+        if max_size > 0 and size + 2 > max_size:
+            batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+            batches = _record_batch(starts, batches, t)
+        for attempt in range(2):
+            added = 0
+            missed = 0
+            for i in range(3):
+                v = np.int64(tris[t, i])
+                if bound16:
+                    block, mixed = _note_block(v, block, mixed)
+                p = last[v]
+                if mixed or p < batch_start or pos + i - p > window:
+                    added += 1
+                    missed |= 1 << i
+                last[v] = pos + i
+            if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
+                for i in range(3):
+                    last[tris[t, i]] = -1
+                batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+                batches = _record_batch(starts, batches, t)
+                continue
+            break
+        _count_shaded(tris, t, missed, shaded)
+        size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@njit(cache=True)
+def dx_reach():
+    """``reach[3 i + r]``: the longest distance over which index ``i`` of a triangle reuses an
+    earlier position with residue ``r`` under :func:`dx_reuse`.
+
+    Triangles start at multiples of 3, so ``d = i - r (mod 3)`` and within that residue class
+    the rule holds for every ``d`` up to a largest one and never beyond (checked up to 99):
+    the rule becomes one comparison per residue.
+    """
+    reach = np.zeros(9, np.int64)
+    for i in range(3):
+        for r in range(3):
+            d = (i - r) % 3 or 3
+            while dx_reuse(d, r):
+                d += 3
+            reach[3 * i + r] = d - 3
+            for e in range(d, 100, 3):
+                if dx_reuse(e, r):
+                    raise ValueError("the Direct3D rule is not a threshold per residue class")
+    return reach
+
+
+@njit(cache=True)
+def predict_lookback_dx(tris, max_size, max_uniques, bound16, last3, starts, shaded):
+    """NVIDIA Direct3D rule: ``last3[3 v + r]`` is ``v``'s last position with residue ``r``."""
+    reach = dx_reach()
+    n = tris.shape[0]
+    invocations = 0
+    batches = 1 if n > 0 else 0
+    batch_start = 0
+    size = 0
+    uniques = 0
+    block = -1
+    mixed = False
+    for t in range(n):
+        pos = 3 * t
+        if max_size > 0 and size + 2 > max_size:
+            batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+            batches = _record_batch(starts, batches, t)
+        for attempt in range(2):
+            added = 0
+            missed = 0
+            for i in range(3):
+                v = np.int64(tris[t, i])
+                if bound16:
+                    block, mixed = _note_block(v, block, mixed)
+                q = pos + i
+                hit = False
+                if not mixed:
+                    for r in range(3):
+                        p = last3[3 * v + r]
+                        hit |= p >= batch_start and q - p <= reach[3 * i + r]
+                if not hit:
+                    added += 1
+                    missed |= 1 << i
+                last3[3 * v + i] = pos + i
+            if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
+                for i in range(3):
+                    v = np.int64(tris[t, i])
+                    last3[3 * v] = -1
+                    last3[3 * v + 1] = -1
+                    last3[3 * v + 2] = -1
+                batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+                batches = _record_batch(starts, batches, t)
+                continue
+            break
+        _count_shaded(tris, t, missed, shaded)
+        size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@njit(cache=True)
+def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, shaded):
+    """FIFO of ``capacity`` entries pushed on misses: ``stamp[v]`` is ``v``'s miss number, and
+    ``v`` is cached iff it is among the last ``capacity`` misses of the current batch."""
+    n = tris.shape[0]
+    invocations = 0
+    batches = 1 if n > 0 else 0
+    misses = 0
+    batch_misses = 0
+    size = 0
+    uniques = 0
+    block = -1
+    mixed = False
+    for t in range(n):
+        if max_size > 0 and size + 2 > max_size:
+            batch_misses, size, uniques, block, mixed = misses, 0, 0, -1, False
+            batches = _record_batch(starts, batches, t)
+        for attempt in range(2):
+            added = 0
+            missed = 0
+            for i in range(3):
+                v = np.int64(tris[t, i])
+                if bound16:
+                    block, mixed = _note_block(v, block, mixed)
+                s = stamp[v]
+                if mixed or s < batch_misses or s < misses - capacity:
+                    stamp[v] = misses
+                    misses += 1
+                    added += 1
+                    missed |= 1 << i
+            if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
+                batch_misses, size, uniques, block, mixed = misses, 0, 0, -1, False
+                batches = _record_batch(starts, batches, t)
+                continue
+            break
+        _count_shaded(tris, t, missed, shaded)
+        size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@njit(cache=True, inline="always")
+def _lru_make_newest(s, head, tail, older, newer):
+    """Move slot ``s`` (in the list, not the newest) to the front; returns ``(head, tail)``."""
+    nw = newer[s]
+    od = older[s]
+    older[nw] = od
+    if od >= 0:
+        newer[od] = nw
+    else:
+        tail = nw
+    newer[s] = -1
+    older[s] = head
+    newer[head] = s
+    return s, tail
+
+
+@njit(cache=True)
+def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_vertex, older,
+                newer, starts, shaded):
+    """LRU of ``capacity`` vertices: the batch's slots ``0..used-1`` form a recency list
+    (``head`` the most recent, ``older`` / ``newer`` links); ``slot_of[v]`` is ``v``'s slot."""
+    n = tris.shape[0]
+    invocations = 0
+    batches = 1 if n > 0 else 0
+    used = 0
+    head = -1
+    tail = -1
+    size = 0
+    uniques = 0
+    block = -1
+    mixed = False
+    for t in range(n):
+        if max_size > 0 and size + 2 > max_size:
+            used, head, tail, size, uniques, block, mixed = 0, -1, -1, 0, 0, -1, False
+            batches = _record_batch(starts, batches, t)
+        for attempt in range(2):
+            added = 0
+            missed = 0
+            for i in range(3):
+                v = np.int64(tris[t, i])
+                if bound16:
+                    block, mixed = _note_block(v, block, mixed)
+                s = slot_of[v]
+                if not mixed and 0 <= s < used and slot_vertex[s] == v:
+                    if s != head:
+                        head, tail = _lru_make_newest(s, head, tail, older, newer)
+                    continue
+                added += 1
+                missed |= 1 << i
+                if used < capacity:
+                    s = used
+                    used += 1
+                    newer[s] = -1
+                    older[s] = head
+                    if head >= 0:
+                        newer[head] = s
+                    else:
+                        tail = s
+                    head = s
+                else:
+                    s = tail  # evict the least recent
+                    if s != head:
+                        head, tail = _lru_make_newest(s, head, tail, older, newer)
+                slot_vertex[s] = v
+                slot_of[v] = s
+            if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
+                used, head, tail, size, uniques, block, mixed = 0, -1, -1, 0, 0, -1, False
+                batches = _record_batch(starts, batches, t)
+                continue
+            break
+        _count_shaded(tris, t, missed, shaded)
+        size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@njit(cache=True)
+def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slot_epoch, seen,
+                   starts, shaded):
+    """Direct-mapped table of ``slots`` entries keyed by ``vertex % slots``; a slot is valid
+    in the batch whose epoch it carries.  ``seen`` marks the vertices ever shaded."""
+    n = tris.shape[0]
+    invocations = 0
+    batches = 1 if n > 0 else 0
+    mask = slots - 1 if (slots & (slots - 1)) == 0 else -1
+    epoch = 0
+    size = 0
+    uniques = 0
+    block = -1
+    mixed = False
+    for t in range(n):
+        if max_size > 0 and size + 2 > max_size:
+            epoch, size, uniques, block, mixed = epoch + 1, 0, 0, -1, False
+            batches = _record_batch(starts, batches, t)
+        for attempt in range(2):
+            added = 0
+            missed = 0
+            for i in range(3):
+                v = np.int64(tris[t, i])
+                if bound16:
+                    block, mixed = _note_block(v, block, mixed)
+                s = v & mask if mask >= 0 else v % slots
+                if mixed or slot_vertex[s] != v or slot_epoch[s] != epoch:
+                    slot_vertex[s] = v
+                    slot_epoch[s] = epoch
+                    seen[v] = 1
+                    added += 1
+                    missed |= 1 << i
+            if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
+                epoch, size, uniques, block, mixed = epoch + 1, 0, 0, -1, False
+                batches = _record_batch(starts, batches, t)
+                continue
+            break
+        _count_shaded(tris, t, missed, shaded)
+        size += 3
+        uniques += added
+        invocations += added
+    return invocations, batches
+
+
+@njit(cache=True)
+def predict_groups(tris, vertex_count, group, group_seen, seen, shaded):
+    """Aligned groups: index ``v`` shades vertices ``group * (v // group)`` up to the next
+    multiple of ``group`` (clipped to the vertex buffer), each group once per draw."""
+    invocations = 0
+    count = shaded.shape[0] > 0
+    for t in range(tris.shape[0]):
+        for i in range(3):
+            v = np.int64(tris[t, i])
+            seen[v] = 1
+            g = v // group
+            if group_seen[g] == 0:
+                group_seen[g] = 1
+                lo = g * group
+                hi = min(lo + group, vertex_count)
+                invocations += hi - lo
+                if count:
+                    for w in range(lo, hi):
+                        shaded[w] += 1
+    return invocations, 1 if tris.shape[0] > 0 else 0
+
+
+@njit(cache=True)
+def predict_range(tris, seen, shaded):
+    """Whole index range: the draw shades every vertex from its smallest to its largest index."""
+    n = tris.shape[0]
+    if n == 0:
+        return 0, 0
+    lo = np.int64(tris[0, 0])
+    hi = lo
+    for t in range(n):
+        for i in range(3):
+            v = np.int64(tris[t, i])
+            seen[v] = 1
+            lo = min(lo, v)
+            hi = max(hi, v)
+    if shaded.shape[0] > 0:
+        for w in range(lo, hi + 1):
+            shaded[w] += 1
+    return hi - lo + 1, 1
+
+
+def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.ndarray):
+    """Run the kernel of ``profile``'s memory kind: ``(invocations, batches, referenced)``.
+
+    ``starts`` (length ``T + 1`` or 0) receives the first triangle of every batch, ``shaded``
+    (length ``vertex_count`` or 0) the invocations of every vertex.  ``referenced`` is the
+    number of distinct vertices the buffer references (read off the per-vertex state).
+    """
+    kind = profile.memory
+    ms, mu, b16, size = profile.max_size, profile.max_uniques, profile.boundary_16bit, profile.memory_size
+    V = max(vertex_count, 1)
+    # positions and miss stamps stay below 3 T: 32-bit entries halve the per-vertex memory
+    _POS = np.int32 if 3 * tris.shape[0] < 2**31 - 8 else np.int64
+    if kind == "lookback":
+        last = np.full(V, -1, _POS)
+        inv, batches = predict_lookback(tris, ms, mu, b16, size, last, starts, shaded)
+        return inv, batches, int(np.count_nonzero(last >= 0))
+    if kind == "lookback_dx":
+        last3 = np.full(3 * V, -1, _POS)
+        inv, batches = predict_lookback_dx(tris, ms, mu, b16, last3, starts, shaded)
+        return inv, batches, int(np.count_nonzero((last3.reshape(V, 3) >= 0).any(axis=1)))
+    if kind == "fifo":
+        stamp = np.full(V, -1, _POS)
+        inv, batches = predict_fifo(tris, ms, mu, b16, size, stamp, starts, shaded)
+        return inv, batches, int(np.count_nonzero(stamp >= 0))
+    if kind == "lru":
+        slot_of = np.full(V, -1, np.int32)
+        slot_vertex = np.full(size, -1, np.int64)
+        older = np.full(size, -1, np.int64)
+        newer = np.full(size, -1, np.int64)
+        inv, batches = predict_lru(tris, ms, mu, b16, size, slot_of, slot_vertex, older, newer,
+                                   starts, shaded)
+        return inv, batches, int(np.count_nonzero(slot_of >= 0))
+    seen = np.zeros(V, np.uint8)
+    if kind == "direct":
+        slot_vertex = np.full(size, -1, np.int64)
+        slot_epoch = np.full(size, -1, np.int64)
+        inv, batches = predict_direct(tris, ms, mu, b16, size, slot_vertex, slot_epoch, seen,
+                                      starts, shaded)
+    elif kind == "groups":
+        group_seen = np.zeros(V // size + 1, np.uint8)
+        inv, batches = predict_groups(tris, vertex_count, size, group_seen, seen, shaded)
+    elif kind == "range":
+        inv, batches = predict_range(tris, seen, shaded)
+    else:
+        raise ValueError(f"no kernel for memory kind {kind!r}")
+    return inv, batches, int(np.count_nonzero(seen))
