@@ -230,6 +230,14 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     t_count = tris.shape[0]
     stats = {"profile": prof.name, "queue": queue, "coefficients": coeffs, "options": opts,
              "triangles": int(t_count), "vertices_in": int(vcount)}
+    if prof.order_free and t_count:
+        # every order shades the same vertex ids (aligned groups, whole range): keep the input's
+        pred = predict(tris, vertex_count=vcount, profile=prof, return_batches=True)
+        kept = tris.astype(np.uint16 if np.asarray(triangles).dtype == np.uint16 else np.uint32)
+        return OptimizeResult(kept, np.arange(vcount, dtype=np.int64), pred.batch_starts, {
+            **stats, "seconds": time.perf_counter() - t0, "vertices_out": vcount, "vertex_copies": 0,
+            "batches": pred.batches, "model_invocations": pred.invocations, "model_batches": pred.batches,
+            "invocations": pred.invocations, "asr": pred.asr, "renumbered": False, "fix_16bit": False})
     if t_count == 0:
         return OptimizeResult(np.zeros((0, 3), np.uint32), np.arange(vcount, dtype=np.int64),
                               np.zeros(0, np.int64), {**stats, "seconds": 0.0, "vertices_out": vcount,

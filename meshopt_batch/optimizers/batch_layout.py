@@ -24,7 +24,10 @@ fills them.
     ``ST_DL``: faces carrying a ``D`` term; ``ST_FSTAMP``: breadth-first-search stamp;
     ``ST_BATCHES``: batches started; ``ST_INVOC``: vertex-shader invocations;
     ``ST_NTOUCH``: faces touched in this step; ``ST_CLOSES``: batches closed;
-    ``ST_NCAND``: lookahead candidates (faces with exactly two reusable vertices).
+    ``ST_NCAND``: lookahead candidates (faces with exactly two reusable vertices);
+    ``ST_REOPEN``: the batch was just closed and may be reopened; ``ST_PREV_SIZE`` /
+    ``ST_PREV_UNIQ`` and the memory scalars from ``ST_PREV_SC`` on: the closed batch's state
+    (see :func:`~.batch_select.select_triangle`).
 
 ``W[face, row]`` (per-face work rows; some rows are lists indexed by position, not face)
     ``W_EMITTED``: emitted flag; ``W_DIST``: the face's current ``D`` term; ``W_DLIN``: it is
@@ -39,13 +42,16 @@ fills them.
 
 from __future__ import annotations
 
+from ..reuse import S_LEN
+
 __all__ = ["N_FLAG", "N_COUNT"]  # and the P_*, ST_*, W_* slot names below
 
 (P_KR, P_KV, P_KD, P_KN, P_MAXSIZE, P_MAXUNIQ, P_MEMSIZE, P_BOUND16, P_NMODE, P_ROTATE,
  P_PVW, P_BATCHED, P_NEDGE, P_KIND, P_DCAP, P_DBALL, P_LOOKAHEAD, P_FILL, P_LEN) = range(19)
 
 (ST_EMITTED, ST_SIZE, ST_UNIQ, ST_STEP, ST_RS, ST_BF, ST_DL, ST_FSTAMP, ST_BATCHES, ST_INVOC,
- ST_NTOUCH, ST_CLOSES, ST_NCAND, ST_LEN) = range(14)
+ ST_NTOUCH, ST_CLOSES, ST_NCAND, ST_REOPEN, ST_PREV_SIZE, ST_PREV_UNIQ, ST_PREV_SC) = range(17)
+ST_LEN = ST_PREV_SC + S_LEN
 
 (W_EMITTED, W_DIST, W_DLIN, W_NFLAG, W_ACC, W_ACCMARK, W_TOUCHED, W_OUTF, W_OUTD, W_FMARK,
  W_FDIST, W_ORDER, W_DL, W_ROT, W_RCOUNT, W_CAND, W_CPOS, W_ROWS) = range(18)

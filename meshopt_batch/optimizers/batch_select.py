@@ -25,8 +25,9 @@ import numpy as np
 from numba import njit
 
 from .batch_fit import choose_rotation
-from .batch_layout import (P_FILL, P_LOOKAHEAD, P_MAXSIZE, P_MAXUNIQ, ST_FSTAMP, ST_NCAND, ST_SIZE,
-                           ST_UNIQ, W_CAND, W_EMITTED, W_RCOUNT)
+from .batch_layout import (P_FILL, P_LOOKAHEAD, P_MAXSIZE, P_MAXUNIQ, ST_BATCHES, ST_CLOSES,
+                           ST_FSTAMP, ST_NCAND, ST_PREV_SC, ST_PREV_SIZE, ST_PREV_UNIQ, ST_REOPEN,
+                           ST_SIZE, ST_UNIQ, W_CAND, W_EMITTED, W_RCOUNT)
 
 __all__ = ["select_triangle", "find_components"]
 
@@ -78,6 +79,38 @@ def _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr):
 
 
 @njit(cache=True)
+def _swap_with_closed_batch(ST, scalars):
+    """Exchange the current batch's counters and memory scalars with the closed batch's."""
+    for a, b in ((ST_SIZE, ST_PREV_SIZE), (ST_UNIQ, ST_PREV_UNIQ)):
+        tmp = ST[a]
+        ST[a] = ST[b]
+        ST[b] = tmp
+    for k in range(scalars.shape[0]):
+        tmp = scalars[k]
+        scalars[k] = ST[ST_PREV_SC + k]
+        ST[ST_PREV_SC + k] = tmp
+
+
+@njit(cache=True)
+def _reopen_if_it_fits(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
+    """Right after a batch was closed: does ``face`` still fit the closed batch?
+
+    The GPU closes a batch only at a triangle that does not fit (Algorithm 1), so when the
+    first triangle chosen after a close fits the old batch, the GPU puts it there.  The old
+    batch is then reopened (nothing was emitted since, so its memory state is intact) and the
+    rotation it fits in is returned; otherwise the new batch stays and -1 is returned.
+    """
+    _swap_with_closed_batch(ST, scalars)
+    rot = choose_rotation(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab)
+    if rot >= 0:
+        ST[ST_BATCHES] -= 1
+        ST[ST_CLOSES] -= 1
+    else:
+        _swap_with_closed_batch(ST, scalars)
+    return rot
+
+
+@njit(cache=True)
 def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab,
                     voff, vfaces, rs, inrs, gmark, gval, rspos, cinfo, cls_off, cls_comps, cls_ptr):
     """Pick the triangle to emit given the queue's top ``t``: ``(face, rotation)`` or ``(-1, -1)``
@@ -92,6 +125,9 @@ def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_p
     untouched component (one that fits a batch) that fits in the rest of the batch is started
     instead (its first triangle): disconnected pieces such as leaf cards fill the ends of
     batches instead of cutting a large region.
+
+    Right after a close, a chosen triangle that still fits the closed batch goes there, as it
+    does on the GPU (:func:`_reopen_if_it_fits`): the optimizer's batches stay the predictor's.
     """
     face = t
     rcount = W[:, W_RCOUNT]
@@ -139,6 +175,11 @@ def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_p
         rot = 0  # cannot happen for valid profiles: an empty batch takes any triangle
     if rot < 0:
         return -1, -1
+    if ST[ST_REOPEN] != 0:
+        ST[ST_REOPEN] = 0
+        old_rot = _reopen_if_it_fits(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab)
+        if old_rot >= 0:
+            rot = old_rot
     return face, rot
 
 

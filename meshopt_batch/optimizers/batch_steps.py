@@ -33,10 +33,11 @@ from ..reuse import KIND_LOOKBACK, S_BATCH_START, mem_new_batch, note_block
 from .batch_fit import mem_lookup, mem_touch, still_reusable
 from .batch_layout import (N_COUNT, P_BATCHED, P_BOUND16, P_DBALL, P_DCAP, P_KD, P_KIND, P_KN, P_KR,
                            P_KV, P_MEMSIZE, P_NEDGE, P_NMODE, ST_BATCHES, ST_BF, ST_CLOSES, ST_DL,
-                           ST_EMITTED, ST_FSTAMP, ST_INVOC, ST_NCAND, ST_NTOUCH, ST_RS, ST_SIZE,
-                           ST_STEP, ST_UNIQ, W_ACC, W_ACCMARK, W_CAND, W_CPOS, W_DIST, W_DL, W_DLIN,
-                           W_EMITTED, W_FDIST, W_FMARK, W_NFLAG, W_ORDER, W_OUTD, W_OUTF, W_RCOUNT,
-                           W_ROT, W_TOUCHED)
+                           ST_EMITTED, ST_FSTAMP, ST_INVOC, ST_NCAND, ST_NTOUCH, ST_PREV_SC,
+                           ST_PREV_SIZE, ST_PREV_UNIQ, ST_REOPEN, ST_RS, ST_SIZE, ST_STEP, ST_UNIQ,
+                           W_ACC, W_ACCMARK, W_CAND, W_CPOS, W_DIST, W_DL, W_DLIN, W_EMITTED,
+                           W_FDIST, W_FMARK, W_NFLAG, W_ORDER, W_OUTD, W_OUTF, W_RCOUNT, W_ROT,
+                           W_TOUCHED)
 
 __all__ = ["add_change", "change_reusable_count", "flush_changes", "emit_triangle", "close_batch"]
 
@@ -354,6 +355,12 @@ def close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, 
                             W[f, W_NFLAG] = 1
                             add_change(W, ST, f, kn)
     ST[ST_BF] = 0
+    # the closed batch's state, in case the next triangle still fits it (see select_triangle)
+    ST[ST_REOPEN] = 1
+    ST[ST_PREV_SIZE] = ST[ST_SIZE]
+    ST[ST_PREV_UNIQ] = ST[ST_UNIQ]
+    for k in range(scalars.shape[0]):
+        ST[ST_PREV_SC + k] = scalars[k]
     mem_new_batch(scalars, 3 * ST[ST_EMITTED])
     ST[ST_SIZE] = 0
     ST[ST_UNIQ] = 0
