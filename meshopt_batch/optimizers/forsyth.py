@@ -22,6 +22,22 @@ article falls back to the best triangle overall; here that search uses a max-hea
 receives a triangle whenever one of its vertices leaves the cache (the only moments an
 out-of-cache triangle's score can have changed), so meshes with thousands of separate pieces
 stay fast while the pick is the same as a full scan.
+
+**High-valence vertices.**  Re-scoring every triangle of every cached vertex costs a vertex
+shared by ``n`` triangles ``O(n)`` per step, ``O(n^2)`` in all (a 100k-triangle fan: 30 s,
+and meshoptimizer's ``optimize_vertex_cache`` 5 s).  A vertex with more than
+``HEAVY_VALENCE`` (256) triangles therefore keeps its own score out of its triangles'
+running sums: each such triangle belongs to its first heavy corner, whose indexed heap ranks
+its triangles by the sum of the other corners' scores, and the heavy score is added when
+triangles are compared.  A cached heavy vertex offers its heap's top as its one candidate, so
+a step costs ``O(log n)`` for it.  The pick is the article's except where float rounding of
+the two sums differs, or where a triangle has two heavy corners (it is offered by its first
+one only); no vertex of an ordinary mesh reaches the threshold.
+
+References
+----------
+.. [1] T. Forsyth, "Linear-Speed Vertex Cache Optimisation", 2006,
+   https://tomforsyth1000.github.io/papers/fast_vert_cache_opt.html
 """
 
 from __future__ import annotations
@@ -29,10 +45,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import vertex_faces
-from ._util import check_cache_size, gather, prepare
+from ..topology import face_index_type, vertex_faces
+from ._heaps import indexed_heapify, indexed_remove, indexed_update, keyed_heapify, keyed_pop, keyed_push
+from ._output import NO_ORDER, in_caller_type, no_rows
+from ._util import check_cache_size, prepare
 
-__all__ = ["optimize_forsyth", "forsyth_order", "DEFAULT_CACHE_SIZE"]
+__all__ = ["optimize_forsyth", "forsyth_order", "DEFAULT_CACHE_SIZE", "HEAVY_VALENCE"]
 
 #: Cache size of the article.
 DEFAULT_CACHE_SIZE = 32
@@ -40,83 +58,16 @@ CACHE_DECAY_POWER = 1.5
 LAST_TRI_SCORE = 0.75
 VALENCE_BOOST_SCALE = 2.0
 VALENCE_BOOST_POWER = 0.5
+#: Vertices with more triangles than this take the lazy high-valence path (see the module
+#: notes); every vertex of an ordinary mesh stays below it.
+HEAVY_VALENCE = 256
 _BOOST_TABLE_SIZE = 256
 
 
-@njit(cache=True, inline="always")
-def _heap_less(key_a, id_a, key_b, id_b):
-    """Max-heap order: higher score first, lower triangle index on ties."""
-    return key_a > key_b or (key_a == key_b and id_a < id_b)
-
-
 @njit(cache=True)
-def _heap_push(keys, ids, n, key, tid):
-    i = n
-    while i > 0:
-        parent = (i - 1) >> 1
-        if _heap_less(key, tid, keys[parent], ids[parent]):
-            keys[i] = keys[parent]
-            ids[i] = ids[parent]
-            i = parent
-        else:
-            break
-    keys[i] = key
-    ids[i] = tid
-    return n + 1
-
-
-@njit(cache=True)
-def _heap_sift_down(keys, ids, n, i):
-    key = keys[i]
-    tid = ids[i]
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and _heap_less(keys[child + 1], ids[child + 1], keys[child], ids[child]):
-            child += 1
-        if _heap_less(keys[child], ids[child], key, tid):
-            keys[i] = keys[child]
-            ids[i] = ids[child]
-            i = child
-        else:
-            break
-    keys[i] = key
-    ids[i] = tid
-
-
-@njit(cache=True)
-def _heap_pop(keys, ids, n):
-    n -= 1
-    if n > 0:
-        keys[0] = keys[n]
-        ids[0] = ids[n]
-        _heap_sift_down(keys, ids, n, 0)
-    return n
-
-
-@njit(cache=True, inline="always")
-def _tri_score(tris, vscore, t):
-    """Sum of the scores of the triangle's distinct vertices (fixed summation order)."""
-    a = tris[t, 0]
-    b = tris[t, 1]
-    c = tris[t, 2]
-    s = vscore[a]
-    if b != a:
-        s += vscore[b]
-    if c != a and c != b:
-        s += vscore[c]
-    return s
-
-
-@njit(cache=True)
-def _forsyth(tris, offsets, faces, vertex_count, cache_size, decay_power, last_tri_score,
-             boost_scale, boost_power):
-    t_count = tris.shape[0]
-    order = np.empty(t_count, np.int64)
-
-    # score table: row p + 1 for cache position p (row 0: out of cache), column = remaining
-    # triangles; a vertex with nothing left scores -1 (never chosen)
+def _score_table(cache_size, decay_power, last_tri_score, boost_scale, boost_power):
+    """Row ``p + 1`` for cache position ``p`` (row 0: out of cache), column = remaining
+    triangles; a vertex with nothing left scores -1 (never chosen)."""
     table = np.zeros((cache_size + 1, _BOOST_TABLE_SIZE), np.float32)
     for p in range(-1, cache_size):
         if p < 0:
@@ -128,42 +79,149 @@ def _forsyth(tris, offsets, faces, vertex_count, cache_size, decay_power, last_t
         table[p + 1, 0] = -1.0
         for n in range(1, _BOOST_TABLE_SIZE):
             table[p + 1, n] = base_score + boost_scale * n ** (-boost_power)
+    return table
+
+
+@njit(cache=True, inline="always")
+def _score(table, position, remaining, boost_scale, boost_power):
+    """Vertex score (float64) for a cache position (-1: not cached) and remaining triangles."""
+    if remaining < _BOOST_TABLE_SIZE:
+        return np.float64(table[np.uintp(position + 1), np.uintp(remaining)])
+    return table[position + 1, 1] - boost_scale + boost_scale * remaining ** (-boost_power)
+
+
+@njit(cache=True, inline="always")
+def _true_score(tris, tscore, vscore, heavy_id, t):
+    """Score of a triangle with a high-valence corner: its light sum plus those corners."""
+    a = tris[t, 0]
+    b = tris[t, 1]
+    c = tris[t, 2]
+    s = tscore[t]
+    if heavy_id[a] >= 0:
+        s += vscore[a]
+    if b != a and heavy_id[b] >= 0:
+        s += vscore[b]
+    if c != a and c != b and heavy_id[c] >= 0:
+        s += vscore[c]
+    return s
+
+
+@njit(cache=True)
+def _rebuild_heap(tscore, emitted, owner, any_heavy, keys, ids):
+    """The fallback heap afresh: every triangle not yet added and not owned by a
+    high-valence vertex, with its current score."""
+    n = 0
+    for t in range(tscore.shape[0]):
+        if not emitted[t] and (not any_heavy or owner[t] < 0):
+            keys[n] = tscore[t]
+            ids[n] = t
+            n += 1
+    keyed_heapify(keys, ids, n)
+    return n
+
+
+@njit(cache=True)
+def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence, order, out):
+    """Write the Forsyth order into ``order`` (``(T,)``) and/or the reordered triangles into
+    ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` (the faces of
+    :func:`vertex_faces`) is reordered in place.
+
+    Subscripts in the per-triangle loop are cast to ``np.uintp``: numba then leaves out the
+    negative-index wraparound it adds to signed subscripts (a fifth of the run time).
+    """
+    t_count = tris.shape[0]
+    vertex_count = offsets.shape[0] - 1
+    cache_size = table.shape[0] - 1
+    want_order = order.shape[0] > 0
+    want_out = out.shape[0] > 0
 
     # live adjacency: the first live[v] entries of adj[offsets[v]:] are v's remaining triangles
-    adj = faces.astype(np.int32)
     live = np.empty(vertex_count, np.int32)
     vscore = np.empty(vertex_count, np.float32)
-    max_valence = 0
+    n_heavy = 0
+    max_light = 1
     for v in range(vertex_count):
         n = offsets[v + 1] - offsets[v]
         live[v] = n
         vscore[v] = _score(table, -1, n, boost_scale, boost_power)
-        if n > max_valence:
-            max_valence = n
-    # triangle scores, kept up to date by adding each vertex's score change
+        if n > heavy_valence:
+            n_heavy += 1
+        elif n > max_light:
+            max_light = n
+    any_heavy = n_heavy > 0
+
+    # high-valence vertices: their score is left out of their triangles' tscore and added
+    # when a triangle is compared; each such triangle belongs to its first heavy corner,
+    # whose indexed heap (ranked by tscore) yields its best triangle in O(1)
+    heavy_id = np.full(vertex_count if any_heavy else 0, -1, np.int32)
+    owner = np.full(t_count if any_heavy else 0, -1, np.int32)
+    heavy_start = np.zeros(n_heavy + 1, np.int64)
+    heavy_len = np.zeros(n_heavy, np.int64)
+    if any_heavy:
+        h = 0
+        for v in range(vertex_count):
+            if offsets[v + 1] - offsets[v] > heavy_valence:
+                heavy_id[v] = h
+                h += 1
+
+    # triangle scores, kept up to date by adding each (light) vertex's score change
     tscore = np.empty(t_count, np.float32)
+    tbits = tscore.view(np.int32)
     for t in range(t_count):
-        tscore[t] = _tri_score(tris, vscore, t)
+        a = tris[t, 0]
+        b = tris[t, 1]
+        c = tris[t, 2]
+        s = np.float32(0.0)
+        if any_heavy and heavy_id[a] >= 0:
+            owner[t] = heavy_id[a]
+        else:
+            s += vscore[a]
+        if b != a:
+            if any_heavy and heavy_id[b] >= 0:
+                if owner[t] < 0:
+                    owner[t] = heavy_id[b]
+            else:
+                s += vscore[b]
+        if c != a and c != b:
+            if any_heavy and heavy_id[c] >= 0:
+                if owner[t] < 0:
+                    owner[t] = heavy_id[c]
+            else:
+                s += vscore[c]
+        tscore[t] = s
+    pool = np.empty(t_count if any_heavy else 0, np.int32)
+    pool_pos = np.full(t_count if any_heavy else 0, -1, np.int64)
+    n_light = t_count
+    if any_heavy:
+        for t in range(t_count):
+            if owner[t] >= 0:
+                heavy_len[owner[t]] += 1
+                n_light -= 1
+        for h in range(n_heavy):
+            heavy_start[h + 1] = heavy_start[h] + heavy_len[h]
+        fill = heavy_start[:n_heavy].copy()
+        for t in range(t_count):
+            h = owner[t]
+            if h >= 0:
+                pool[fill[h]] = t
+                fill[h] += 1
+        for h in range(n_heavy):
+            indexed_heapify(tscore, pool, pool_pos, heavy_start[h], heavy_len[h])
     emitted = np.zeros(t_count, np.bool_)
 
-    # fallback max-heap over (score, triangle): starts with every triangle (heapify)
-    cap = t_count + 16
+    # fallback max-heap over (score, triangle) of the other triangles; rebuilt from the
+    # current scores when the stale entries fill it
+    cap = 2 * n_light + 16
     hkeys = np.empty(cap, np.float32)
-    hids = np.empty(cap, np.int64)
-    for t in range(t_count):
-        hkeys[t] = tscore[t]
-        hids[t] = t
-    hn = t_count
-    for i in range(hn // 2 - 1, -1, -1):
-        _heap_sift_down(hkeys, hids, hn, i)
+    hids = np.empty(cap, np.int32)
+    hn = _rebuild_heap(tscore, emitted, owner, any_heavy, hkeys, hids)
 
-    cache = np.full(cache_size + 3, -1, np.int64)
-    new_cache = np.full(cache_size + 3, -1, np.int64)
+    lru = np.full((2, cache_size + 3), -1, np.int32)  # the cache and its next state
+    cur = np.uintp(0)
     cache_n = 0
-    tv = np.empty(3, np.int64)
-    candidates = np.empty(min(3 * t_count, cache_size * max_valence) + 3, np.int32)
+    candidates = np.empty(cache_size * (max_light + 1) + 3, np.int32)
     dirty = np.zeros(vertex_count, np.bool_)
-    dirty_list = np.empty(vertex_count, np.int64)
+    dirty_list = np.empty(vertex_count, np.int32)
     n_dirty = 0
 
     best = -1
@@ -172,123 +230,149 @@ def _forsyth(tris, offsets, faces, vertex_count, cache_size, decay_power, last_t
             # nothing in the cache has live triangles: the best triangle overall.  Re-key the
             # triangles of vertices that left the cache since the last time (the only
             # out-of-cache triangles whose score changed), then drop stale entries.
+            rebuilt = False
             for k in range(n_dirty):
                 v = dirty_list[k]
                 dirty[v] = False
+                if rebuilt:
+                    continue
                 base = offsets[v]
                 for j in range(base, base + live[v]):
                     tri = adj[j]
-                    if hn == hkeys.shape[0]:
-                        grown_k = np.empty(2 * hn, np.float32)
-                        grown_i = np.empty(2 * hn, np.int64)
-                        grown_k[:hn] = hkeys[:hn]
-                        grown_i[:hn] = hids[:hn]
-                        hkeys = grown_k
-                        hids = grown_i
-                    hn = _heap_push(hkeys, hids, hn, tscore[tri], tri)
+                    if any_heavy and owner[tri] >= 0:
+                        continue
+                    if hn == cap:
+                        hn = _rebuild_heap(tscore, emitted, owner, any_heavy, hkeys, hids)
+                        rebuilt = True
+                        break
+                    hn = keyed_push(hkeys, hids, hn, tscore[tri], tri)
             n_dirty = 0
-            while hn > 0:
-                t = hids[0]
-                key = hkeys[0]
-                hn = _heap_pop(hkeys, hids, hn)
-                if not emitted[t] and key == tscore[t]:
-                    best = t
-                    break
+            while hn > 0 and (emitted[hids[0]] or hkeys[0] != tscore[hids[0]]):
+                hn = keyed_pop(hkeys, hids, hn)
+            best_score = np.float32(0.0)
+            if hn > 0:
+                best = hids[0]
+                best_score = hkeys[0]
+            for h in range(n_heavy):
+                if heavy_len[h] > 0:
+                    tri = pool[heavy_start[h]]
+                    sc = _true_score(tris, tscore, vscore, heavy_id, tri)
+                    if best < 0 or sc > best_score or (sc == best_score and tri < best):
+                        best_score = sc
+                        best = tri
         t = best
-        emitted[t] = True
-        order[step] = t
+        ut = np.uintp(t)
+        emitted[ut] = True
+        a = tris[ut, 0]
+        b = tris[ut, 1]
+        c = tris[ut, 2]
+        if want_order:
+            order[step] = t
+        if want_out:
+            out[step, 0] = a
+            out[step, 1] = b
+            out[step, 2] = c
+        if any_heavy and owner[t] >= 0:
+            h = owner[t]
+            heavy_len[h] = indexed_remove(tscore, pool, pool_pos, heavy_start[h], heavy_len[h], t)
 
-        # distinct vertices of t, in triangle order; drop t from their live lists
-        nv = 0
-        a = tris[t, 0]
-        b = tris[t, 1]
-        for i in range(3):
-            v = tris[t, i]
-            if (i == 1 and v == a) or (i == 2 and (v == a or v == b)):
-                continue
-            tv[nv] = v
-            nv += 1
-            base = offsets[v]
-            last = base + live[v] - 1
-            for j in range(base, last + 1):
-                if adj[j] == t:
-                    adj[j] = adj[last]
-                    adj[last] = t
-                    break
-            live[v] -= 1
-        if nv < 3:
-            tv[2] = tv[0]
-            if nv < 2:
-                tv[1] = tv[0]
+        # distinct vertices of t in triangle order (x2, x1 repeat x0 when missing); drop t
+        # from their live lists (a heavy vertex's list is not kept, only its count)
+        nv = 1
+        x1 = a
+        x2 = a
+        if b != a:
+            x1 = b
+            nv = 2
+            if c != a and c != b:
+                x2 = c
+                nv = 3
+        elif c != a:
+            x1 = c
+            nv = 2
+        for q in range(nv):
+            v = a if q == 0 else (x1 if q == 1 else x2)
+            uv = np.uintp(v)
+            n = live[uv] - 1
+            live[uv] = n
+            if not (any_heavy and heavy_id[v] >= 0):
+                base = offsets[uv]
+                j = base
+                while adj[np.uintp(j)] != t:
+                    j += 1
+                adj[np.uintp(j)] = adj[np.uintp(base + n)]
+                adj[np.uintp(base + n)] = t
 
         # LRU update: t's vertices to the front, then the old order
-        m = 0
-        for q in range(nv):
-            new_cache[m] = tv[q]
-            m += 1
-        t0 = tv[0]
-        t1 = tv[1]
-        t2 = tv[2]
+        nxt = np.uintp(1) - cur
+        lru[nxt, 0] = a
+        lru[nxt, 1] = x1
+        lru[nxt, 2] = x2
+        m = nv
         for i in range(cache_n):
-            u = cache[i]
-            if u != t0 and u != t1 and u != t2:
-                new_cache[m] = u
+            u = lru[cur, np.uintp(i)]
+            if u != a and u != x1 and u != x2:
+                lru[nxt, np.uintp(m)] = u
                 m += 1
+        cur = nxt
 
         # re-score the vertices whose cache position or valence may have changed and the
         # triangles that use them; collect the triangles of cached vertices (candidates)
         n_cand = 0
         for i in range(m):
-            v = new_cache[i]
-            n = live[v]
+            v = lru[cur, np.uintp(i)]
+            uv = np.uintp(v)
+            n = live[uv]
             if n == 0:
-                vscore[v] = -1.0  # finished: no triangle left to score
+                vscore[uv] = -1.0  # finished: no triangle left to score
                 continue
-            if i < cache_size:
-                if n < _BOOST_TABLE_SIZE:
-                    s = table[i + 1, n]
-                else:
-                    s = _score(table, i, n, boost_scale, boost_power)
-            else:
-                s = _score(table, -1, n, boost_scale, boost_power)
-            diff = s - vscore[v]
-            vscore[v] = s
-            base = offsets[v]
-            if i < cache_size:
-                for j in range(base, base + n):
-                    tri = adj[j]
-                    tscore[tri] += diff
-                    candidates[n_cand] = tri
+            cached = i < cache_size
+            s = _score(table, i if cached else -1, n, boost_scale, boost_power)
+            diff = s - vscore[uv]
+            vscore[uv] = s
+            if any_heavy and heavy_id[v] >= 0:
+                h = heavy_id[v]
+                if cached and heavy_len[h] > 0:
+                    candidates[n_cand] = pool[heavy_start[h]]
                     n_cand += 1
-            else:
+                continue
+            base = offsets[uv]
+            for j in range(base, base + n):
+                tri = adj[np.uintp(j)]
+                tscore[np.uintp(tri)] += diff
+                if cached:
+                    candidates[np.uintp(n_cand)] = tri
+                    n_cand += 1
+                if any_heavy and owner[tri] >= 0:
+                    h = owner[tri]
+                    indexed_update(tscore, pool, pool_pos, heavy_start[h], heavy_len[h], tri)
+            if not cached and not dirty[v]:
                 # fell out of the cache: the fallback heap hears about it when next needed
-                for j in range(base, base + n):
-                    tscore[adj[j]] += diff
-                if not dirty[v]:
-                    dirty[v] = True
-                    dirty_list[n_dirty] = v
-                    n_dirty += 1
+                dirty[v] = True
+                dirty_list[n_dirty] = v
+                n_dirty += 1
         cache_n = min(m, cache_size)
-        cache, new_cache = new_cache, cache
 
         # next: the best triangle that uses a cached vertex (ties: lowest index)
         best = -1
-        best_score = np.float32(-1e30)
-        for k in range(n_cand):
-            tri = candidates[k]
-            sc = tscore[tri]
-            if sc > best_score or (sc == best_score and tri < best):
-                best_score = sc
-                best = tri
-    return order
-
-
-@njit(cache=True, inline="always")
-def _score(table, position, remaining, boost_scale, boost_power):
-    """Vertex score for a cache position (-1: not cached) and remaining triangle count."""
-    if remaining < _BOOST_TABLE_SIZE:
-        return table[position + 1, remaining]
-    return table[position + 1, 1] - boost_scale + boost_scale * remaining ** (-boost_power)
+        if any_heavy:
+            best_score = np.float32(-1e30)
+            for k in range(n_cand):
+                tri = candidates[k]
+                sc = tscore[tri]
+                if owner[tri] >= 0:
+                    sc = _true_score(tris, tscore, vscore, heavy_id, tri)
+                if sc > best_score or (sc == best_score and tri < best):
+                    best_score = sc
+                    best = tri
+        elif n_cand > 0:
+            # live triangles score above 0, so a float's bits order like its value: one
+            # integer key (score bits, then the complement of the index) compares both
+            best_key = np.int64(-1)
+            for k in range(n_cand):
+                tri = candidates[np.uintp(k)]
+                best_key = max(best_key, (np.int64(tbits[np.uintp(tri)]) << 32) | (0xFFFFFFFF - np.int64(tri)))
+            best = 0xFFFFFFFF - (best_key & 0xFFFFFFFF)
 
 
 def forsyth_order(triangles, vertex_count: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE, *,
@@ -297,16 +381,18 @@ def forsyth_order(triangles, vertex_count: int | None = None, cache_size: int = 
                   valence_boost_power: float = VALENCE_BOOST_POWER) -> np.ndarray:
     """The Forsyth triangle order: ``(T,)`` int64 indices into ``triangles``."""
     tris, vcount = prepare(triangles, vertex_count)
-    return _order(tris, vcount, cache_size, cache_decay_power, last_tri_score, valence_boost_scale,
-                  valence_boost_power)
+    order = np.empty(tris.shape[0], np.int64)
+    _run(tris, vcount, cache_size, cache_decay_power, last_tri_score, valence_boost_scale,
+         valence_boost_power, order, no_rows(tris))
+    return order
 
 
-def _order(tris, vcount, cache_size, decay, last, scale, power):
+def _run(tris, vcount, cache_size, decay, last, scale, power, order, out):
     size = check_cache_size("forsyth", cache_size, minimum=4)
-    if tris.shape[0] == 0:
-        return np.zeros(0, np.int64)
-    offsets, faces = vertex_faces(tris, vcount)
-    return _forsyth(tris, offsets, faces, vcount, size, float(decay), float(last), float(scale), float(power))
+    if tris.shape[0]:
+        offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
+        table = _score_table(size, float(decay), float(last), float(scale), float(power))
+        _forsyth(tris, offsets, faces, table, float(scale), float(power), HEAVY_VALENCE, order, out)
 
 
 def optimize_forsyth(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE,
@@ -333,6 +419,7 @@ def optimize_forsyth(triangles, vertex_count: int | None = None, *, cache_size: 
         The same triangles, each with its vertex order kept, in the new order.
     """
     tris, vcount = prepare(triangles, vertex_count)
-    order = _order(tris, vcount, cache_size, cache_decay_power, last_tri_score, valence_boost_scale,
-                   valence_boost_power)
-    return gather(triangles, tris, order)
+    out = np.empty_like(tris)
+    _run(tris, vcount, cache_size, cache_decay_power, last_tri_score, valence_boost_scale,
+         valence_boost_power, NO_ORDER, out)
+    return in_caller_type(triangles, out)

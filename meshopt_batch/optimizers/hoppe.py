@@ -30,6 +30,11 @@ second algorithm of the paper (local optimization by perturbing the order, minut
 time in 1999) is not part of this module.  ``cache_size=12, restart_margin=7`` are the
 defaults of Microsoft's D3DX/DirectXMesh ``OptimizeFaces``, the implementation of this
 algorithm paper 001 measured.
+
+References
+----------
+.. [1] H. Hoppe, "Optimization of Mesh Locality for Transparent Vertex Caching",
+   ACM SIGGRAPH 99, 269-276, sec. 4.
 """
 
 from __future__ import annotations
@@ -38,14 +43,37 @@ import numpy as np
 from numba import njit
 
 from ..errors import MeshoptBatchError
-from ..topology import vertex_faces
+from ..topology import face_index_type, vertex_faces
 from ._buckets import bucket_link, bucket_unlink
-from ._util import check_cache_size, gather, prepare
+from ._output import NO_ORDER, in_caller_type, no_rows
+from ._util import check_cache_size, prepare
 
 __all__ = ["optimize_hoppe", "hoppe_order", "DEFAULT_CACHE_SIZE", "DEFAULT_RESTART_MARGIN"]
 
 DEFAULT_CACHE_SIZE = 12
 DEFAULT_RESTART_MARGIN = 7
+
+
+@njit(cache=True, inline="always")
+def _is_degenerate(tris, t):
+    return tris[t, 0] == tris[t, 1] or tris[t, 1] == tris[t, 2] or tris[t, 0] == tris[t, 2]
+
+
+@njit(cache=True, inline="always")
+def _holds(tris, g, v, a, b):
+    """Face ``g``, one of the faces around ``v`` (``a`` or ``b``), has the directed edge ``a -> b``."""
+    if tris[g, 0] == v:
+        after = tris[g, 1]
+        before = tris[g, 2]
+    elif tris[g, 1] == v:
+        after = tris[g, 2]
+        before = tris[g, 0]
+    else:
+        after = tris[g, 0]
+        before = tris[g, 1]
+    if v == a:
+        return after == b
+    return before == a
 
 
 @njit(cache=True)
@@ -56,55 +84,66 @@ def _edge_adjacency(tris, offsets, faces):
     non-manifold edge (more than two faces) the faces holding ``a -> b`` and those holding
     ``b -> a`` are paired in face-index order (the i-th with the i-th), which keeps the
     relation symmetric; faces left over, edges used twice in the same direction and
-    degenerate faces get no neighbour (``-1``).
+    degenerate faces get no neighbour (``-1``).  Each pair is found once, from its lower
+    face, among the faces of the edge's lower-valence end: a vertex of any valence costs
+    its edges no more than their other ends' valences.
     """
     t_count = tris.shape[0]
-    nbr = np.full((t_count, 3), -1, np.int64)
+    unknown = -2
+    nbr = np.full((t_count, 3), unknown, np.int32)
     nbr_edge = np.full((t_count, 3), -1, np.int8)
     for t in range(t_count):
-        if tris[t, 0] == tris[t, 1] or tris[t, 1] == tris[t, 2] or tris[t, 0] == tris[t, 2]:
+        if _is_degenerate(tris, t):
+            nbr[t, 0] = -1
+            nbr[t, 1] = -1
+            nbr[t, 2] = -1
             continue
         for e in range(3):
+            if nbr[t, e] != unknown:
+                continue  # paired from the partner's side
+            nbr[t, e] = -1
             a = tris[t, e]
             b = tris[t, (e + 1) % 3]
-            # scan the faces of the lower-valence end of the edge (ascending face order)
             v = a if offsets[a + 1] - offsets[a] <= offsets[b + 1] - offsets[b] else b
             rank = 0  # faces before t holding a -> b too
             for j in range(offsets[v], offsets[v + 1]):
                 g = faces[j]
                 if g >= t:
                     break
-                if tris[g, 0] == tris[g, 1] or tris[g, 1] == tris[g, 2] or tris[g, 0] == tris[g, 2]:
-                    continue
-                for e2 in range(3):
-                    if tris[g, e2] == a and tris[g, (e2 + 1) % 3] == b:
-                        rank += 1
+                if not _is_degenerate(tris, g) and _holds(tris, g, v, a, b):
+                    rank += 1
             opposite = 0  # the rank-th face holding b -> a is the partner
             for j in range(offsets[v], offsets[v + 1]):
                 g = faces[j]
-                if tris[g, 0] == tris[g, 1] or tris[g, 1] == tris[g, 2] or tris[g, 0] == tris[g, 2]:
-                    continue
-                for e2 in range(3):
-                    if tris[g, e2] == b and tris[g, (e2 + 1) % 3] == a:
-                        if opposite == rank:
-                            nbr[t, e] = g
-                            nbr_edge[t, e] = e2
-                        opposite += 1
+                if not _is_degenerate(tris, g) and _holds(tris, g, v, b, a):
+                    if opposite == rank:
+                        e2 = 0
+                        while tris[g, e2] != b:
+                            e2 += 1
+                        nbr[t, e] = g
+                        nbr_edge[t, e] = e2
+                        nbr[g, e2] = t
+                        nbr_edge[g, e2] = e
+                        break
+                    opposite += 1
     return nbr, nbr_edge
 
 
 @njit(cache=True)
-def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
+def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin, order, out):
+    """Write the strip order into ``order`` (``(T,)``) and/or the reordered triangles into
+    ``out`` (``(T, 3)``); an output given with zero rows is skipped."""
     t_count = tris.shape[0]
-    order = np.empty(t_count, np.int64)
+    want_order = order.shape[0] > 0
+    want_out = out.shape[0] > 0
     written = 0
     done = np.zeros(t_count, np.bool_)
 
     # faces bucketed by their number of unprocessed neighbours (0..3), LIFO
-    free_nbrs = np.zeros(t_count, np.int64)
-    head = np.full(4, -1, np.int64)
-    nxt = np.full(t_count, -1, np.int64)
-    prv = np.full(t_count, -1, np.int64)
+    free_nbrs = np.zeros(t_count, np.int8)
+    head = np.full(4, -1, np.int32)
+    nxt = np.empty(t_count, np.int32)
+    prv = np.empty(t_count, np.int32)
     for t in range(t_count - 1, -1, -1):
         n = 0
         for e in range(3):
@@ -114,7 +153,7 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
         bucket_link(t, n, head, nxt, prv)
 
     # FIFO cache simulation: v is cached iff seq[v] >= misses - cache_size
-    seq = np.full(vertex_count, -(1 << 62), np.int64)
+    seq = np.full(vertex_count, -(2**31) + 1, np.int32)
     misses = 0
 
     budget = cache_size - margin
@@ -159,7 +198,12 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
             # sweep the fan around the pivot
             while True:
                 done[f] = True
-                order[written] = f
+                if want_order:
+                    order[written] = f
+                if want_out:
+                    out[written, 0] = tris[f, 0]
+                    out[written, 1] = tris[f, 1]
+                    out[written, 2] = tris[f, 2]
                 written += 1
                 bucket_unlink(f, free_nbrs[f], head, nxt, prv)
                 for e in range(3):
@@ -201,26 +245,26 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin):
                         break
                     strip_over = True
                     break
-    return order
 
 
 def hoppe_order(triangles, vertex_count: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                 restart_margin: int = DEFAULT_RESTART_MARGIN) -> np.ndarray:
     """The Hoppe 1999 strip order: ``(T,)`` int64 indices into ``triangles``."""
     tris, vcount = prepare(triangles, vertex_count)
-    return _order(tris, vcount, cache_size, restart_margin)
+    order = np.empty(tris.shape[0], np.int64)
+    _run(tris, vcount, cache_size, restart_margin, order, no_rows(tris))
+    return order
 
 
-def _order(tris, vcount, cache_size, restart_margin):
+def _run(tris, vcount, cache_size, restart_margin, order, out):
     k = check_cache_size("hoppe", cache_size)
     margin = int(restart_margin)
     if margin != restart_margin or not 0 <= margin < k:
         raise MeshoptBatchError(f"hoppe: restart margin must be an integer in [0, {k}), got {restart_margin!r}")
-    if tris.shape[0] == 0:
-        return np.zeros(0, np.int64)
-    offsets, faces = vertex_faces(tris, vcount)
-    nbr, nbr_edge = _edge_adjacency(tris, offsets, faces)
-    return _hoppe(tris, nbr, nbr_edge, vcount, k, margin)
+    if tris.shape[0]:
+        offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
+        nbr, nbr_edge = _edge_adjacency(tris, offsets, faces)
+        _hoppe(tris, nbr, nbr_edge, vcount, k, margin, order, out)
 
 
 def optimize_hoppe(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE,
@@ -245,5 +289,6 @@ def optimize_hoppe(triangles, vertex_count: int | None = None, *, cache_size: in
         The same triangles, each with its vertex order kept, as consecutive strips.
     """
     tris, vcount = prepare(triangles, vertex_count)
-    order = _order(tris, vcount, cache_size, restart_margin)
-    return gather(triangles, tris, order)
+    out = np.empty_like(tris)
+    _run(tris, vcount, cache_size, restart_margin, NO_ORDER, out)
+    return in_caller_type(triangles, out)

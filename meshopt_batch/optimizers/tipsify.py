@@ -15,7 +15,14 @@ and if the stack is empty it scans the vertices in index order from a cursor.
 Every triangle is emitted once, in the vertex order it had on input, and each step touches
 only the triangles around one vertex, so the whole run is linear in the triangle count
 (the paper's central claim).  The paper chose ``k`` per GPU; paper 001 (Kerbl et al. 2018,
-sec. 5) used ``k = 11`` for NVIDIA and ``k = 14`` for AMD.
+sec. 5) used ``k = 11`` for NVIDIA and ``k = 14`` for AMD.  The kernel writes each emitted
+triangle straight into the output and reads the next-vertex candidates back from the
+dead-end stack it has just pushed them on.
+
+References
+----------
+.. [1] P. V. Sander, D. Nehab, J. Barczak, "Fast Triangle Reordering for Vertex Locality and
+   Reduced Overdraw", ACM Trans. Graph. 26(3) (SIGGRAPH 2007), sec. 3.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import vertex_faces
-from ._util import check_cache_size, gather, prepare
+from ..topology import face_index_type, vertex_faces
+from ._output import NO_ORDER, in_caller_type, no_rows
+from ._util import check_cache_size, prepare
 
 __all__ = ["optimize_tipsify", "tipsify_order", "DEFAULT_CACHE_SIZE"]
 
@@ -32,7 +40,7 @@ __all__ = ["optimize_tipsify", "tipsify_order", "DEFAULT_CACHE_SIZE"]
 DEFAULT_CACHE_SIZE = 11
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _skip_dead_end(live, dead_end, dead_top, cursor, vertex_count):
     """Pop the dead-end stack for a vertex with live triangles, else scan from the cursor.
 
@@ -51,79 +59,92 @@ def _skip_dead_end(live, dead_end, dead_top, cursor, vertex_count):
 
 
 @njit(cache=True)
-def _tipsify(tris, offsets, faces, vertex_count, k):
+def _tipsify(tris, offsets, faces, k, order, out):
+    """Write the Tipsify order into ``order`` (``(T,)``) and/or the reordered triangles into
+    ``out`` (``(T, 3)``); an output given with zero rows is skipped."""
     t_count = tris.shape[0]
-    order = np.empty(t_count, np.int64)
+    vertex_count = offsets.shape[0] - 1
     # L: live triangle count per vertex (each distinct vertex of a triangle counts it once)
-    live = np.empty(vertex_count, np.int64)
-    max_valence = 0
+    live = np.empty(vertex_count, np.int32)
     for v in range(vertex_count):
         live[v] = offsets[v + 1] - offsets[v]
-        if live[v] > max_valence:
-            max_valence = live[v]
-    cache_time = np.zeros(vertex_count, np.int64)  # C
+    cache_time = np.zeros(vertex_count, np.int32)  # C
     emitted = np.zeros(t_count, np.bool_)
-    dead_end = np.empty(3 * t_count + 1, np.int64)  # D (every emitted corner is pushed once)
+    dead_end = np.empty(3 * t_count + 1, np.int32)  # D (every emitted corner is pushed once)
     dead_top = 0
-    candidates = np.empty(3 * max_valence + 1, np.int64)  # N
+    want_order = order.shape[0] > 0
+    want_out = out.shape[0] > 0
     s = k + 1  # time stamp
     cursor = 0
     written = 0
     f, dead_top, cursor = _skip_dead_end(live, dead_end, dead_top, cursor, vertex_count)
     while f >= 0:
-        n_cand = 0
+        # N: the corners this fan pushes on the dead-end stack
+        first_candidate = dead_top
         for j in range(offsets[f], offsets[f + 1]):
             t = faces[j]
             if emitted[t]:
                 continue
             emitted[t] = True
-            order[written] = t
-            written += 1
             a = tris[t, 0]
             b = tris[t, 1]
             c = tris[t, 2]
-            for i in range(3):
-                v = tris[t, i]
-                dead_end[dead_top] = v
-                dead_top += 1
-                candidates[n_cand] = v
-                n_cand += 1
-                # a repeated index is one vertex: its live count dropped once
-                if (i == 1 and v == a) or (i == 2 and (v == a or v == b)):
-                    continue
-                live[v] -= 1
-                if s - cache_time[v] > k:
-                    cache_time[v] = s
+            if want_order:
+                order[written] = t
+            if want_out:
+                out[written, 0] = a
+                out[written, 1] = b
+                out[written, 2] = c
+            written += 1
+            dead_end[dead_top] = a
+            dead_end[dead_top + 1] = b
+            dead_end[dead_top + 2] = c
+            dead_top += 3
+            # a repeated index is one vertex: its live count drops once
+            live[a] -= 1
+            if s - cache_time[a] > k:
+                cache_time[a] = s
+                s += 1
+            if b != a:
+                live[b] -= 1
+                if s - cache_time[b] > k:
+                    cache_time[b] = s
+                    s += 1
+            if c != a and c != b:
+                live[c] -= 1
+                if s - cache_time[c] > k:
+                    cache_time[c] = s
                     s += 1
         # Next(): the candidate that stays in the cache while fanning, oldest first
         best = -1
         best_p = -1
-        for j in range(n_cand):
-            v = candidates[j]
-            if live[v] > 0:
-                p = 0
-                if s - cache_time[v] + 2 * live[v] <= k:
-                    p = s - cache_time[v]
+        for j in range(first_candidate, dead_top):
+            v = dead_end[j]
+            n = live[v]
+            if n > 0:
+                age = s - cache_time[v]
+                p = age if age + 2 * n <= k else 0
                 if p > best_p:
                     best_p = p
                     best = v
         if best < 0:
             best, dead_top, cursor = _skip_dead_end(live, dead_end, dead_top, cursor, vertex_count)
         f = best
-    return order
 
 
 def tipsify_order(triangles, vertex_count: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
     """The Tipsify triangle order: ``(T,)`` int64 indices into ``triangles``."""
     tris, vcount = prepare(triangles, vertex_count)
-    return _order(tris, vcount, check_cache_size("tipsify", cache_size))
+    order = np.empty(tris.shape[0], np.int64)
+    _run(tris, vcount, cache_size, order, no_rows(tris))
+    return order
 
 
-def _order(tris, vcount, cache_size):
-    if tris.shape[0] == 0:
-        return np.zeros(0, np.int64)
-    offsets, faces = vertex_faces(tris, vcount)
-    return _tipsify(tris, offsets, faces, vcount, cache_size)
+def _run(tris, vcount, cache_size, order, out):
+    k = check_cache_size("tipsify", cache_size)
+    if tris.shape[0]:
+        offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
+        _tipsify(tris, offsets, faces, k, order, out)
 
 
 def optimize_tipsify(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
@@ -145,5 +166,6 @@ def optimize_tipsify(triangles, vertex_count: int | None = None, *, cache_size: 
         The same triangles, each with its vertex order kept, in Tipsify order.
     """
     tris, vcount = prepare(triangles, vertex_count)
-    order = _order(tris, vcount, check_cache_size("tipsify", cache_size))
-    return gather(triangles, tris, order)
+    out = np.empty_like(tris)
+    _run(tris, vcount, cache_size, NO_ORDER, out)
+    return in_caller_type(triangles, out)
