@@ -1,4 +1,4 @@
-"""Overdraw-aware triangle order on top of a vertex-reuse order (Sander, Nehab & Barczak 2007, sec. 4).
+"""Overdraw-aware triangle order on top of a vertex-reuse order (Sander, Nehab & Barczak 2007).
 
 A vertex-reuse order (paper 001's batches, Tipsify) is cut into *clusters* of consecutive
 triangles, and the clusters are drawn in the order of a view-independent *visibility
@@ -12,26 +12,30 @@ Clusters
 Sander et al. cut Tipsify's output at hard boundaries (where the cache was effectively flushed)
 and at soft boundaries chosen so that the cache miss ratio grows by at most a factor ``lambda``.
 Here the cost is the batch model of paper 001 (Algorithm 1, :func:`meshopt_batch.reuse.predict`)
-for the target profile, and the boundaries are batch boundaries:
+for the target profile, and the candidate clusterings ("levels"), finest first, are:
 
-* level 0 cuts the base order where the profile's predictor starts a batch.  On a batched GPU
-  (``nvidia_gl``: at most 32 triangles a batch) batches share nothing, so drawing whole batches
-  in another order keeps every reuse: the clusters cost (almost) nothing.
-* finer levels cut where the predictor would start a batch if batches held at most ``m``
-  triangles (``m`` = 4, 6, 8, 12, ... below the profile's own batch size): the soft boundaries
-  of an unbatched cache (``fifo:16``, ``intel``), or of big batches (``amd``, ``llvmpipe``).
-* coarser levels join 2, 4, 8, ... consecutive batches into one cluster; the coarsest is the
-  base order itself.
+* soft boundaries about ``m`` triangles apart (``m`` = 4, 6, 8, 12, ... below the profile's
+  own batch size), each cut placed where it breaks fewest reuses (:func:`broken_reuses`: vertex
+  references that follow the vertex's previous reference across the cut within the profile's
+  reuse window, :func:`reuse_window`); this is how an unbatched cache (``fifo:16``, ``intel``)
+  or a profile with big batches (``amd``, ``llvmpipe``) gets clusters.  A level whose cuts
+  break more reuses than the bound allows (with a 25 % margin) is not tried;
+* the profile's batches (``batches``): on a batched GPU (``nvidia_gl``: at most 32 triangles
+  a batch) batches share nothing, so drawing whole batches in another order keeps every reuse
+  as long as every cluster still starts a batch of the predictor.  The sort keeps them
+  aligned: a cluster whose first triangle would join the previous cluster's last batch is
+  passed over for the next one in key order (at most 8 ahead), and clusters whose last batch
+  has room for any triangle (the base order's short last batch) go last;
+* 2, 4, 8, ... consecutive batches joined into one cluster.
 
 Every level's clusters are sorted and the result predicted exactly; the finest level whose
-order predicts at most ``threshold`` times the base order's invocations is returned, so the
-bound ``invocations <= threshold * base`` holds by construction (the base order, level
-"whole", always satisfies it).
+order predicts at most ``threshold`` times the base order's invocations is returned, and the
+base order itself when none does, so ``invocations <= threshold * base`` holds by construction.
 
 Visibility heuristic
 --------------------
-Sander et al. (sec. 4.2, after Nehab et al. 2006) sort clusters by how much they face away
-from the mesh's centroid: with ``c`` the mesh's area-weighted centroid, ``p_k`` cluster ``k``'s
+Sander et al. (after Nehab et al. 2006) sort clusters by how much they face away from the
+mesh's centroid: with ``c`` the mesh's area-weighted centroid, ``p_k`` cluster ``k``'s
 area-weighted centroid and ``n_k`` its unit average normal (the normalised sum of its triangles'
 area vectors), the key is ``(p_k - c) . n_k`` and clusters are drawn by decreasing key (ties:
 base order).  The triangle normals follow the winding (counter-clockwise front faces).
@@ -39,8 +43,8 @@ base order).  The triangle normals follow the winding (counter-clockwise front f
 References
 ----------
 .. [1] P. V. Sander, D. Nehab, J. Barczak, "Fast Triangle Reordering for Vertex Locality and
-   Reduced Overdraw", ACM Trans. Graph. 26(3), 89, 2007 (SIGGRAPH 2007), sec. 4: linear
-   clustering with hard and soft boundaries, the view-independent cluster sort.
+   Reduced Overdraw", ACM Trans. Graph. 26(3), 89, 2007 (SIGGRAPH 2007): the overdraw part,
+   linear clustering with hard and soft boundaries and the view-independent cluster sort.
 .. [2] D. Nehab, J. Barczak, P. V. Sander, "Triangle Order Optimization for Graphics Hardware
    Computation Culling", Proc. I3D 2006 (the occlusion heuristic the sort approximates).
 .. [3] B. Kerbl et al., "Revisiting the Vertex Cache", Proc. ACM CGIT 1(2), 2018 (paper 001):
@@ -61,9 +65,8 @@ from . import get_method
 from .result import OptimizeResult
 
 __all__ = ["DEFAULT_THRESHOLD", "CLUSTER_SIZES", "broken_reuses", "check_threshold", "cluster_keys",
-           "optimize_overdraw",
-           "optimize_batch_overdraw", "optimize_tipsify_overdraw", "optimize_overdraw_pass",
-           "reuse_window", "soft_boundaries", "sort_clusters", "overdraw_variant"]
+           "optimize_overdraw", "optimize_batch_overdraw", "optimize_tipsify_overdraw",
+           "optimize_overdraw_pass", "reuse_window", "soft_boundaries", "sort_clusters", "overdraw_variant"]
 
 #: The threshold meshoptimizer's documentation suggests (invocations may grow by 5 %).
 DEFAULT_THRESHOLD = 1.05
@@ -115,7 +118,7 @@ def _check_positions(positions, vertex_count: int) -> np.ndarray:
 
 
 def cluster_keys(triangles: np.ndarray, positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The visibility key ``(p_k - c) . n_k`` of every cluster (Sander et al. 2007, sec. 4.2).
+    """The visibility key ``(p_k - c) . n_k`` of every cluster (Sander et al. 2007).
 
     Parameters
     ----------
@@ -280,9 +283,9 @@ def _soft_cuts(broken, size):
 def _cluster_levels(tris: np.ndarray, vcount: int, prof: Profile, allowance: float):
     """Candidate clusterings, finest first: ``(name, starts, last_batch or None)`` (see the
     module docstring); ``last_batch`` is given where clusters are whole batches of ``prof``.
-    Soft-boundary levels whose cuts break more than ``allowance`` reuses are left out (the
-    count is close to the invocations the cuts add under a FIFO or LRU, and below them under
-    a look-back, so no level that could pass the bound is left out by it)."""
+    Soft-boundary levels whose cuts break more than ``allowance`` reuses are not tried: the
+    count is within a few per cent of the invocations the cuts add under a FIFO at the sizes
+    that come near the bound (measured on dragon_100k), and below them under a look-back."""
     per_batch = prof.max_size // 3 if prof.max_size else 0
     broken = broken_reuses(tris, reuse_window(prof))
     for m in CLUSTER_SIZES:
