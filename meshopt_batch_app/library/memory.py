@@ -10,7 +10,7 @@ from the header where the format states it (PLY ``element face``, OFF counts, bi
 count, the glTF accessors of triangle primitives) and otherwise assumed from the size at
 :data:`BYTES_PER_TRIANGLE` of the format.  The constants were measured as the growth of a
 worker's peak resident memory over :func:`meshopt_batch.asset.optimize_file` with the batch
-method on the shared meshes (bunny_sub2, 1.1 M triangles: 370 MB, about 330 B per
+method on the shared meshes (bunny_sub2, 1.1 M triangles: 390 MB, about 370 B per
 triangle) and rounded up; the other methods use less.
 
 The budget: a file starts only while the estimates of the files in flight plus its own
