@@ -78,8 +78,9 @@ def optimize_directory(args, options: AssetOptions) -> int:
         print(json.dumps(out))
     else:
         counts = ", ".join(f"{n} {status}" for status, n in out["status"].items())
-        print(f"{out['files']} files: {counts} ({out['computed']} optimized on {out['workers']} workers, "
-              f"{result.seconds:.1f} s)")
+        how = (f"{out['computed']} optimized on {out['workers']} workers" if out["computed"]
+               else "nothing to optimize")
+        print(f"{out['files']} files: {counts} ({how}, {result.seconds:.1f} s)")
         for prof, t in out["invocations"].items():
             saved = 1 - t["after"] / t["before"] if t["before"] else 0.0
             print(f"{prof}: {t['before']} -> {t['after']} vertex-shader invocations ({saved:.1%} fewer)")
