@@ -75,7 +75,8 @@ def add_profile(parser, *, multiple: bool, default_help: str, old_plural: bool =
 
 def add_method(parser, *, multiple: bool, default_help: str, old_plural: bool = False) -> None:
     """``--method/-m M``: one optimizer, or (``multiple``) repeatable and comma-separated."""
-    names = "original, hoppe, kcache, tipsify, forsyth, batch, meshoptimizer, meshoptimizer_fifo, meshoptimizer_strip"
+    names = ("original, hoppe, kcache, tipsify, forsyth, batch, meshoptimizer, meshoptimizer_fifo, "
+             "meshoptimizer_strip, batch+overdraw, tipsify+overdraw, overdraw, meshoptimizer_overdraw")
     if multiple:
         parser.add_argument("--method", "-m", action="append", dest="method", metavar="M",
                             help=f"optimizer (repeatable, or comma-separated): {names}; NAME:N sets a "
