@@ -175,7 +175,7 @@ def test_load_draws_of_lines_only_gives_no_mesh_and_a_note(tmp_path):
                       {"bufferView": 1, "componentType": 5123, "count": 4, "type": "SCALAR"}],
         "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1, "mode": 1}]}]}))
     assert load_draws(p) == ([], ["1 point/line primitive(s) skipped", "no triangle primitives"])
-    with pytest.raises(MeshError, match="only point/line primitives"):
+    with pytest.raises(MeshError, match="only point/line primitives"), pytest.warns(UserWarning, match="skipped"):
         load_meshes(p)
 
 
