@@ -26,9 +26,21 @@ colours the vertices: *white* (not in the cache, triangles left), *grey* (in the
 3. The focus turns black.
 
 The predictive simulation is what makes K-Cache slower than Tipsify or Forsyth (paper 001,
-sec. 2): each focus choice costs ``O(K * valence)``.  Ties among white vertices with the
-same number of remaining triangles go to the most recently updated one (a LIFO bucket),
-which keeps restarts next to the region just finished.
+sec. 2): each focus choice costs ``O(K * valence)``.  It writes its pushes into the real
+cache stamps and undoes them afterwards.  Ties among white vertices with the same number of
+remaining triangles go to the most recently updated one (a LIFO bucket), which keeps
+restarts next to the region just finished.
+
+A vertex of high valence that keeps re-entering the cache (the centre of a fan) would cost
+its whole face list at every fill-in scan, ``O(n^2)`` over a fan of ``n`` triangles; when its
+list is longer than those of the other cached vertices together, the fill-in faces are
+found through them instead (every such face has another cached corner) and put in the
+order of its list, so the result is the same.
+
+References
+----------
+.. [1] G. Lin, T. P.-Y. Yu, "An Improved Vertex Caching Scheme for 3D Mesh Rendering",
+   IEEE Trans. Vis. Comput. Graph. 12(4), 640-648, 2006.
 """
 
 from __future__ import annotations
@@ -36,9 +48,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import vertex_faces
+from ..topology import face_index_type, vertex_faces
 from ._buckets import bucket_link, bucket_unlink
-from ._util import check_cache_size, gather, prepare
+from ._output import NO_ORDER, in_caller_type, no_rows
+from ._util import check_cache_size, prepare
 
 __all__ = ["optimize_kcache", "kcache_order", "DEFAULT_CACHE_SIZE", "WEIGHT_C2", "WEIGHT_C3"]
 
@@ -127,17 +140,30 @@ def _corner_of(tris, g, v):
     return 2
 
 
+@njit(cache=True, inline="always")
+def _cached(seq, w, oldest):
+    return seq[np.uintp(w)] >= oldest
+
+
 @njit(cache=True)
-def _kcache(tris, offsets, faces, vertex_count, k, w2, w3, sim_cap):
+def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
+    """Write the K-Cache order into ``order`` (``(T,)``) and/or the reordered triangles into
+    ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` holds the
+    rotationally sorted face lists and is reordered in place.
+
+    Subscripts in the hot loops are cast to ``np.uintp``, which spares them numba's
+    negative-index wraparound.
+    """
     t_count = tris.shape[0]
-    order = np.empty(t_count, np.int64)
+    vertex_count = offsets.shape[0] - 1
+    want_order = order.shape[0] > 0
+    want_out = out.shape[0] > 0
     written = 0
 
     # live adjacency: adj[offsets[v] : offsets[v] + live[v]] are v's remaining faces, in fan
     # order; pos[g, c] is where face g sits in the list of its corner-c vertex
-    adj = faces.copy()
-    live = np.empty(vertex_count, np.int64)
-    pos = np.zeros((t_count, 3), np.int64)
+    live = np.empty(vertex_count, np.int32)
+    pos = np.zeros((t_count, 3), np.int32)
     max_valence = 0
     for v in range(vertex_count):
         live[v] = offsets[v + 1] - offsets[v]
@@ -146,52 +172,66 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3, sim_cap):
         for j in range(offsets[v], offsets[v + 1]):
             g = adj[j]
             pos[g, _corner_of(tris, g, v)] = j
+    # a face (w, w, w) is only found through w's own list (see the fill-in below)
+    point_face = np.zeros(vertex_count, np.bool_)
+    for g in range(t_count):
+        if tris[g, 0] == tris[g, 1] and tris[g, 1] == tris[g, 2]:
+            point_face[tris[g, 0]] = True
 
     # white-vertex buckets by remaining triangle count (doubly linked, LIFO)
-    head = np.full(max_valence + 1, -1, np.int64)
-    nxt = np.full(vertex_count, -1, np.int64)
-    prv = np.full(vertex_count, -1, np.int64)
+    head = np.full(max_valence + 1, -1, np.int32)
+    nxt = np.full(vertex_count, -1, np.int32)
+    prv = np.full(vertex_count, -1, np.int32)
     for v in range(vertex_count - 1, -1, -1):
         if live[v] > 0:
             bucket_link(v, live[v], head, nxt, prv)
     min_bucket = 1
 
     # FIFO cache: vertex v is cached iff seq[v] >= pushes - k (pushes only happen on misses)
-    seq = np.full(vertex_count, -(1 << 62), np.int64)
-    ring = np.full(k, -1, np.int64)
+    seq = np.full(vertex_count, -(2**31) + 1, np.int32)
+    ring = np.full(k, -1, np.int32)
     pushes = 0
+    ring_next = 0  # pushes % k
 
-    # predictive simulation scratch: simulated push number of a vertex in simulation `gen`
-    sim_seq = np.zeros(vertex_count, np.int64)
-    sim_gen = np.zeros(vertex_count, np.int64)
-    gen = 0
-    fill = np.empty(max_valence + 1, np.int64)
+    # the predictive simulation writes its pushes into seq and undoes them afterwards
+    sim_pushed = np.empty(3 * sim_cap, np.int32)
+    sim_was = np.empty(3 * sim_cap, np.int32)
+    fill = np.empty(max_valence + 1, np.int32)
+    fill_key = np.empty(max_valence + 1, np.int32)
 
     while written < t_count:
         # ---- 1. focus vertex: the cached vertex whose predicted cost is lowest
         focus = -1
         best_cost = 1e300
         best_c1 = 0
-        first = pushes - k if pushes > k else 0
-        for p in range(first, pushes):
-            u = ring[p % k]
-            n_u = live[u]
+        n_grey = pushes if pushes < k else k
+        slot = ring_next - n_grey
+        if slot < 0:
+            slot += k
+        for _ in range(n_grey):
+            u = ring[np.uintp(slot)]
+            slot += 1
+            if slot == k:
+                slot = 0
+            uu = np.uintp(u)
+            n_u = live[uu]
             if n_u <= 0:
                 continue
-            gen += 1
             m = 0
-            base = offsets[u]
+            base = offsets[uu]
             n_sim = n_u if n_u < sim_cap else sim_cap
             for j in range(base, base + n_sim):
-                f = adj[j]
+                f = np.uintp(adj[np.uintp(j)])
                 for i in range(3):
-                    w = tris[f, i]
-                    s = sim_seq[w] if sim_gen[w] == gen else seq[w]
-                    if s < pushes + m - k:
-                        sim_seq[w] = pushes + m
-                        sim_gen[w] = gen
+                    w = np.uintp(tris[f, i])
+                    if seq[w] < pushes + m - k:
+                        sim_pushed[m] = w
+                        sim_was[m] = seq[w]
+                        seq[w] = pushes + m
                         m += 1
-            su = sim_seq[u] if sim_gen[u] == gen else seq[u]
+            su = seq[uu]
+            for q in range(m - 1, -1, -1):
+                seq[np.uintp(sim_pushed[q])] = sim_was[q]
             if su < pushes + m - k:
                 c3 = 1.0
             else:
@@ -214,29 +254,74 @@ def _kcache(tris, offsets, faces, vertex_count, k, w2, w3, sim_cap):
             f = adj[offsets[focus]]
             for i in range(3):
                 w = tris[f, i]
-                if seq[w] >= pushes - k:
+                if _cached(seq, w, pushes - k):
                     continue  # cached (also covers a repeated index)
-                ring[pushes % k] = w
-                seq[w] = pushes
+                ring[np.uintp(ring_next)] = w
+                ring_next += 1
+                if ring_next == k:
+                    ring_next = 0
+                seq[np.uintp(w)] = pushes
                 pushes += 1
-                # fill-in: triangles around w that are now fully cached cost nothing
+                oldest = pushes - k
+                # fill-in: triangles around w that are now fully cached cost nothing, in the
+                # order of w's face list
                 n_fill = 0
-                for jj in range(offsets[w], offsets[w] + live[w]):
-                    g = adj[jj]
-                    if g != f and (seq[tris[g, 0]] >= pushes - k and seq[tris[g, 1]] >= pushes - k
-                                   and seq[tris[g, 2]] >= pushes - k):
-                        fill[n_fill] = g
-                        n_fill += 1
+                n_w = live[w]
+                others = 0  # faces around the other cached vertices
+                if n_w > _MAX_FAN_SORT and not point_face[w]:
+                    for p in range(max(oldest, 0), pushes - 1):
+                        others += live[ring[p % k]]  # rare: no need for the running slot
+                if n_w <= _MAX_FAN_SORT or point_face[w] or others >= n_w:
+                    for jj in range(offsets[w], offsets[w] + n_w):
+                        g = adj[np.uintp(jj)]
+                        ug = np.uintp(g)
+                        if g != f and (_cached(seq, tris[ug, 0], oldest) and _cached(seq, tris[ug, 1], oldest)
+                                       and _cached(seq, tris[ug, 2], oldest)):
+                            fill[n_fill] = g
+                            n_fill += 1
+                else:
+                    # a vertex of high valence: every such face has another (cached) corner,
+                    # so the shorter lists of the other cached vertices find them all
+                    for p in range(max(oldest, 0), pushes - 1):
+                        u = ring[p % k]
+                        for jj in range(offsets[u], offsets[u] + live[u]):
+                            g = adj[jj]
+                            if g == f or not (tris[g, 0] == w or tris[g, 1] == w or tris[g, 2] == w):
+                                continue
+                            if not (_cached(seq, tris[g, 0], oldest) and _cached(seq, tris[g, 1], oldest)
+                                    and _cached(seq, tris[g, 2], oldest)):
+                                continue
+                            key = pos[g, _corner_of(tris, g, w)]
+                            q = n_fill  # insertion by place in w's list (drops repeats)
+                            while q > 0 and fill_key[q - 1] > key:
+                                q -= 1
+                            if q > 0 and fill_key[q - 1] == key:
+                                continue
+                            for r in range(n_fill, q, -1):
+                                fill[r] = fill[r - 1]
+                                fill_key[r] = fill_key[r - 1]
+                            fill[q] = g
+                            fill_key[q] = key
+                            n_fill += 1
                 for q in range(n_fill):
                     g = fill[q]
-                    order[written] = g
+                    if want_order:
+                        order[written] = g
+                    if want_out:
+                        out[written, 0] = tris[g, 0]
+                        out[written, 1] = tris[g, 1]
+                        out[written, 2] = tris[g, 2]
                     written += 1
                     min_bucket = _retire(tris, g, adj, offsets, live, pos, head, nxt, prv, min_bucket)
-            order[written] = f
+            if want_order:
+                order[written] = f
+            if want_out:
+                out[written, 0] = tris[f, 0]
+                out[written, 1] = tris[f, 1]
+                out[written, 2] = tris[f, 2]
             written += 1
             min_bucket = _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket)
         # ---- 3. the focus is black now (live[focus] == 0)
-    return order
 
 
 @njit(cache=True)
@@ -255,9 +340,9 @@ def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
         j = pos[f, i]
         if offsets[v + 1] - base <= _MAX_FAN_SORT:
             for q in range(j, last):
-                g = adj[q + 1]
-                adj[q] = g
-                pos[g, _corner_of(tris, g, v)] = q
+                g = adj[np.uintp(q + 1)]
+                adj[np.uintp(q)] = g
+                pos[np.uintp(g), _corner_of(tris, g, v)] = q
         else:
             g = adj[last]
             adj[j] = g
@@ -276,16 +361,17 @@ def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
 def kcache_order(triangles, vertex_count: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
     """The K-Cache triangle order: ``(T,)`` int64 indices into ``triangles``."""
     tris, vcount = prepare(triangles, vertex_count)
-    return _order(tris, vcount, cache_size)
+    order = np.empty(tris.shape[0], np.int64)
+    _run(tris, vcount, cache_size, order, no_rows(tris))
+    return order
 
 
-def _order(tris, vcount, cache_size):
+def _run(tris, vcount, cache_size, order, out):
     k = check_cache_size("kcache", cache_size)
-    if tris.shape[0] == 0:
-        return np.zeros(0, np.int64)
-    offsets, faces = vertex_faces(tris, vcount)
-    _sort_fans(tris, offsets, faces)
-    return _kcache(tris, offsets, faces, vcount, k, WEIGHT_C2, WEIGHT_C3, _MAX_SIMULATED_FACES)
+    if tris.shape[0]:
+        offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
+        _sort_fans(tris, offsets, faces)
+        _kcache(tris, offsets, faces, k, WEIGHT_C2, WEIGHT_C3, _MAX_SIMULATED_FACES, order, out)
 
 
 def optimize_kcache(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
@@ -307,5 +393,6 @@ def optimize_kcache(triangles, vertex_count: int | None = None, *, cache_size: i
         The same triangles, each with its vertex order kept, in K-Cache order.
     """
     tris, vcount = prepare(triangles, vertex_count)
-    order = _order(tris, vcount, cache_size)
-    return gather(triangles, tris, order)
+    out = np.empty_like(tris)
+    _run(tris, vcount, cache_size, NO_ORDER, out)
+    return in_caller_type(triangles, out)
