@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .common import Refusal
 
-__all__ = ["CHUNK_BIN", "CHUNK_JSON", "GLB_MAGIC", "decode_data_uri", "parse_glb", "serialize_gltf"]
+__all__ = ["CHUNK_BIN", "CHUNK_JSON", "GLB_MAGIC", "decode_data_uri", "image_mime", "parse_glb", "serialize_gltf"]
 
 GLB_MAGIC = b"glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -84,3 +84,14 @@ def serialize_gltf(doc: dict, bin_data: bytes, path: Path) -> bytes:
     return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body
 
 
+def image_mime(uri: str, raw: bytes) -> str | None:
+    """Media type from an image's leading bytes (PNG, JPEG, WebP, KTX2), else None."""
+    if raw[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if raw[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    if raw[:12] == b"\xabKTX 20\xbb\r\n\x1a\n":
+        return "image/ktx2"
+    return None

@@ -39,8 +39,7 @@ import urllib.parse
 from pathlib import Path
 
 from .common import Refusal
-from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri
-from .gltf_write_back import image_mime
+from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri, image_mime
 
 __all__ = ["json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
 

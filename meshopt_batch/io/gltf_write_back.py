@@ -7,9 +7,13 @@ primitives are replaced.  Meshes whose ``meta`` names a slot (from
 :func:`meshopt_batch.io.load_meshes` of that file) go back to their own slot, a subset may
 be given; meshes without one fill the triangle primitives in file order.
 
-Today the output is self-contained: every old buffer view is copied into one new buffer,
-external and ``data:`` images become buffer views, and when every extension used is known
-not to refer to accessors or buffer views, those that nothing uses any more are dropped.
+This is the :class:`~meshopt_batch.mesh.Mesh`-level writer of ``save_mesh(source=)``;
+``meshopt-batch optimize`` does not use it but patches the source document in place
+(:mod:`meshopt_batch.asset_gltf`, :mod:`.gltf_layout`, :mod:`.gltf_output`), which keeps
+external files external and shared data shared.  Here the output is self-contained: every
+old buffer view is copied into one new buffer, external and ``data:`` images become buffer
+views, and when every extension used is known not to refer to accessors or buffer views,
+those that nothing uses any more are dropped.
 Geometry-compression extensions of a rewritten primitive are removed (they would hold the
 old geometry).
 
@@ -32,12 +36,12 @@ from typing import Any
 
 from ..mesh import Mesh
 from .common import Refusal, one_line
-from .glb import decode_data_uri, serialize_gltf
+from .glb import decode_data_uri, image_mime, serialize_gltf
 from .gltf_document import COMPRESSION_EXTENSIONS, load_document, view_bytes
 from .gltf_read import triangle_slots
 from .gltf_write import BinaryBuilder, primitive_accessors
 
-__all__ = ["image_mime", "write_gltf_into_source"]
+__all__ = ["write_gltf_into_source"]
 
 # Extensions known not to refer to accessors or buffer views: with only these in a file,
 # accessors and buffer views that nothing uses any more are dropped on save.
@@ -164,19 +168,6 @@ def _replace_primitive(doc: dict, mi: int, pi: int, mesh: Mesh, builder: BinaryB
         else:
             prim.pop("targets", None)
             doc["meshes"][mi].pop("weights", None)
-
-
-def image_mime(uri: str, raw: bytes) -> str | None:
-    """Media type from an image's leading bytes (PNG, JPEG, WebP, KTX2), else None."""
-    if raw[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image/png"
-    if raw[:3] == b"\xff\xd8\xff":
-        return "image/jpeg"
-    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "image/webp"
-    if raw[:12] == b"\xabKTX 20\xbb\r\n\x1a\n":
-        return "image/ktx2"
-    return None
 
 
 def _accessor_refs(doc: dict) -> list[tuple[Any, Any]]:
