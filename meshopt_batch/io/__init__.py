@@ -21,7 +21,11 @@ module                      format                                              
                             and ``.glb``; :mod:`.gltf_document` (JSON, buffers,
                             accessors), :mod:`.glb` (the container)
 :mod:`.gltf_write`          a new glTF document; :mod:`.gltf_write_back`
-                            writes into a source file's structure
+                            writes meshes into a source file's structure
+:mod:`.gltf_draws`          what a document draws: triangle primitives grouped   (patch)
+                            by shared vertex data; :mod:`.gltf_layout` patches
+                            changed accessors in place, :mod:`.gltf_output`
+                            packages the files (external files kept external)
 ==========================  ==================================================  =========
 
 What the readers do:
