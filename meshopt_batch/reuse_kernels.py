@@ -6,7 +6,8 @@ state held in local variables and per-vertex arrays (memory O(vertices)):
 
 ==================  ===========================================================================
 ``lookback``        last index position per vertex; reuse iff within the window of the batch
-``lookback_dx``     last position per vertex and residue mod 3; the Direct3D distance rule
+``lookback_dx``     last position per vertex, and per vertex and residue mod 3; the Direct3D
+                    distance rule as one threshold per residue class
 ``fifo``            miss stamp per vertex: reuse iff among the last ``size`` misses of the batch
                     (a timestamp test, no queue)
 ``lru``             slots in a doubly linked recency list plus each vertex's slot: O(1) hits
@@ -139,9 +140,12 @@ def dx_reach():
 
 
 @njit(cache=True)
-def predict_lookback_dx(tris, max_size, max_uniques, bound16, last3, starts, shaded):
-    """NVIDIA Direct3D rule: ``last3[3 v + r]`` is ``v``'s last position with residue ``r``."""
+def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, shaded):
+    """NVIDIA Direct3D rule: ``last4[4 v]`` is ``v``'s last position, ``last4[4 v + 1 + r]`` its
+    last position with residue ``r``.  A last position within the shortest reach of
+    :func:`dx_reach` reuses whatever its residue; only farther ones need the per-residue test."""
     reach = dx_reach()
+    near = reach.min()
     n = tris.shape[0]
     invocations = 0
     batches = 1 if n > 0 else 0
@@ -163,21 +167,25 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last3, starts, sha
                 if bound16:
                     block, mixed = _note_block(v, block, mixed)
                 q = pos + i
+                base = 4 * v
+                p = last4[base]
                 hit = False
-                if not mixed:
-                    for r in range(3):
-                        p = last3[3 * v + r]
-                        hit |= p >= batch_start and q - p <= reach[3 * i + r]
+                if not mixed and p >= batch_start:
+                    hit = q - p <= near
+                    if not hit:
+                        for r in range(3):
+                            p = last4[base + 1 + r]
+                            hit |= p >= batch_start and q - p <= reach[3 * i + r]
                 if not hit:
                     added += 1
                     missed |= 1 << i
-                last3[3 * v + i] = pos + i
+                last4[base] = q
+                last4[base + 1 + i] = q
             if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
                 for i in range(3):
-                    v = np.int64(tris[t, i])
-                    last3[3 * v] = -1
-                    last3[3 * v + 1] = -1
-                    last3[3 * v + 2] = -1
+                    base = 4 * np.int64(tris[t, i])
+                    for r in range(4):
+                        last4[base + r] = -1
                 batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
                 batches = _record_batch(starts, batches, t)
                 continue
@@ -411,9 +419,9 @@ def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.
         inv, batches = predict_lookback(tris, ms, mu, b16, size, last, starts, shaded)
         return inv, batches, int(np.count_nonzero(last >= 0))
     if kind == "lookback_dx":
-        last3 = np.full(3 * V, -1, _POS)
-        inv, batches = predict_lookback_dx(tris, ms, mu, b16, last3, starts, shaded)
-        return inv, batches, int(np.count_nonzero((last3.reshape(V, 3) >= 0).any(axis=1)))
+        last4 = np.full(4 * V, -1, _POS)
+        inv, batches = predict_lookback_dx(tris, ms, mu, b16, last4, starts, shaded)
+        return inv, batches, int(np.count_nonzero(last4[::4] >= 0))
     if kind == "fifo":
         stamp = np.full(V, -1, _POS)
         inv, batches = predict_fifo(tris, ms, mu, b16, size, stamp, starts, shaded)
