@@ -8,13 +8,18 @@ Prints
   (meshoptimizer's ``optimize_vertex_fetch``, the peer), by :func:`renumber_for_direct_cache`
   and by :func:`optimize_for_direct_cache`, with ratios against meshoptimizer.
 
+With ``--simulated`` it needs no GPU: it runs the experiments and the blind fit against every
+simulated GPU of :mod:`gpu_probe.simulated` and prints what was found, the reproduction of the
+experiment draws and the verification on 200 random buffers and the small shared meshes in
+three orders.  ``--counter MODULE:FUNCTION`` runs the experiment part against any counter.
+
 With ``--results DIR`` it also writes the raw results, each with the renderer string and
 the date: ``<gpu>_experiments_<date>.json`` (every experiment draw's measured invocations,
 the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
 ``<gpu>_mse_<date>.csv`` / ``<gpu>_accuracy_<date>.png`` (predicted vs measured ASR per
 profile, paper 001 Fig. 2) and ``<gpu>_renumber_<date>.json``.
 
-Run: .venv/bin/python benchmarks/bench_probe.py [--results results]
+Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated]
 """
 
 from __future__ import annotations
@@ -32,8 +37,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gpu_probe import simulated  # noqa: E402
+from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy  # noqa: E402
 from gpu_probe.context import gl_available, gl_info  # noqa: E402
-from gpu_probe.corpus import load_draws, optimize_order, shared_meshes_dir  # noqa: E402
+from gpu_probe.corpus import _cache, load_draws, optimize_order, shared_meshes_dir  # noqa: E402
+from gpu_probe.counters import FunctionCounter, resolve_counter  # noqa: E402
+from gpu_probe.experiments import run_experiments  # noqa: E402
+from gpu_probe.fit import fit  # noqa: E402
+from gpu_probe.invocations import measure_invocations  # noqa: E402
+from meshes import shared_mesh_path  # noqa: E402
+from meshopt_batch.files import atomic_write  # noqa: E402
+from meshopt_batch.optimizers.renumber import (optimize_for_direct_cache, renumber_first_use,  # noqa: E402
+                                               renumber_for_direct_cache, segment_lower_bound)
+from meshopt_batch.profiles import builtin_profile_names  # noqa: E402
+from meshopt_batch_app.commands.probe import probe_mesh  # noqa: E402
+
+SMALL_MESHES = ("tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.glb")
 
 
 def _slug(renderer: str) -> str:
@@ -41,12 +60,9 @@ def _slug(renderer: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", first) or "gpu"
 
 
-def bench_experiments():
-    from gpu_probe.experiments import run_experiments
-    from gpu_probe.fit import fit
-
-    suite = run_experiments()
-    res = fit(suite, name=_slug(suite.renderer), meshes=[], random_count=120)
+def bench_experiments(counter=None):
+    suite = run_experiments(counter)
+    res = fit(suite, counter=counter, name=_slug(suite.renderer), meshes=[], random_count=120)
     draws = sum(len(e.totals) for e in suite.experiments.values())
     print(f"experiments: {len(suite.experiments)} experiments, {draws} draws in "
           f"{suite.seconds:.2f} s (budget 120 s: {suite.seconds / 120:.3f} of it)")
@@ -57,22 +73,29 @@ def bench_experiments():
     return suite, res
 
 
-def bench_large(meshes_dir):
-    from meshopt_batch_app.commands.probe import probe_mesh
-    from meshopt_batch.profiles import builtin_profile_names
+def bench_simulated():
+    """The blind fit against every simulated GPU: what it found and how exactly it predicts."""
+    meshes = [p for p in (shared_mesh_path(n) for n in SMALL_MESHES) if p is not None]
+    print(f"{'simulated GPU':<14}{'seconds':>8}  {'fitted profile':<32}{'experiment draws':>17}"
+          f"{'verification':>13}")
+    for name, fn in simulated.SIMULATED.items():
+        t0 = time.perf_counter()
+        res = fit(counter=FunctionCounter(fn, name), name=name, meshes=meshes, random_count=200)
+        p, v, e = res.profile, res.verification.summary(), res.error()
+        found = f"{p.max_size}/{p.max_uniques} {p.memory} {p.memory_size}" + ("" if res.fits else " (closest)")
+        print(f"{name:<14}{time.perf_counter() - t0:>8.1f}  {found:<32}"
+              f"{e['draws'] - e['mismatches']:>8}/{e['draws']:<8}{v['cases'] - v['mismatches']:>6}/{v['cases']:<6}")
 
+
+def bench_large(meshes_dir):
     path = meshes_dir / "bunny_sub2.ply" if meshes_dir else None
     if path is None or not path.exists():
         print("large mesh: bunny_sub2.ply not found, skipped")
         return None
-    from gpu_probe.corpus import _cache
-
     _cache.clear()
     t0 = time.perf_counter()
     out = probe_mesh(path, builtin_profile_names())
     dt = time.perf_counter() - t0
-    from gpu_probe.invocations import measure_invocations
-
     d = load_draws(path)[0]
     tri = np.array(d.triangles)
     best = min(measure_invocations(tri, d.vertex_count, per_vertex=False).seconds
@@ -85,12 +108,6 @@ def bench_large(meshes_dir):
 
 
 def bench_renumber(meshes_dir, names=("bunny.ply",)):
-    from gpu_probe.invocations import measure_invocations
-    from meshopt_batch.optimizers.renumber import (optimize_for_direct_cache,
-                                                   renumber_first_use,
-                                                   renumber_for_direct_cache,
-                                                   segment_lower_bound)
-
     rows = []
     if meshes_dir is None:
         print("renumbering: shared meshes not found, skipped")
@@ -132,7 +149,17 @@ def main(argv=None):
     ap.add_argument("--results", metavar="DIR", help="write raw results into DIR")
     ap.add_argument("--all-meshes", action="store_true",
                     help="renumbering table for every shared mesh (default: bunny)")
+    ap.add_argument("--simulated", action="store_true",
+                    help="blind fit against every simulated GPU (no GPU needed)")
+    ap.add_argument("--counter", metavar="MODULE:FUNCTION",
+                    help="run the experiments and the fit against this counter only")
     args = ap.parse_args(argv)
+    if args.simulated:
+        bench_simulated()
+        return 0
+    if args.counter:
+        bench_experiments(resolve_counter(args.counter))
+        return 0
     if not gl_available():
         print("bench_probe: no OpenGL context; skipped")
         return 0
@@ -147,30 +174,28 @@ def main(argv=None):
         names = tuple(p.name for p in sorted(meshes_dir.glob("*.ply")))
     ren = bench_renumber(meshes_dir, names)
     if args.results:
-        from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy
-
         out = Path(args.results)
         out.mkdir(parents=True, exist_ok=True)
         slug = _slug(info["renderer"])
         head = {"renderer": info["renderer"], "vendor": info["vendor"],
                 "version": info["version"], "date": date}
-        (out / f"{slug}_experiments_{date}.json").write_text(json.dumps(
+        atomic_write(out / f"{slug}_experiments_{date}.json", json.dumps(
             {**head, "experiments": suite.to_dict(), "fit": res.to_dict(),
              "verification_rows": res.verification.rows if res.verification else []},
         ) + "\n")
         if meshes_dir is not None:
             df = accuracy_table()
             df.insert(0, "date", date)
-            df.to_csv(out / f"{slug}_accuracy_{date}.csv", index=False)
+            atomic_write(out / f"{slug}_accuracy_{date}.csv", df.to_csv(index=False))
             mse = mse_table(df)
             mse.insert(0, "renderer", info["renderer"])
             mse.insert(1, "date", date)
-            mse.to_csv(out / f"{slug}_mse_{date}.csv")
-            mse_by_order(df).to_csv(out / f"{slug}_mse_by_order_{date}.csv")
+            atomic_write(out / f"{slug}_mse_{date}.csv", mse.to_csv())
+            atomic_write(out / f"{slug}_mse_by_order_{date}.csv", mse_by_order(df).to_csv())
             plot_accuracy(df, out / f"{slug}_accuracy_{date}.png")
             print("MSE of predicted ASR (best 8):")
             print(mse.head(8)[["mse", "max_abs_error", "exact_cases", "cases"]].to_string())
-        (out / f"{slug}_renumber_{date}.json").write_text(json.dumps(
+        atomic_write(out / f"{slug}_renumber_{date}.json", json.dumps(
             {**head, "large_probe": large, "rows": ren}, indent=1, default=float) + "\n")
         print(f"results written to {out}/{slug}_*_{date}.*")
     return 0

@@ -1,10 +1,13 @@
-"""Real GPU measurements through moderngl (headless EGL).
+"""Real GPU measurements through moderngl (headless EGL), or through any invocation counter.
 
 Count vertex-shader invocations of any index buffer (:func:`measure_invocations`), run the
 batch-identification experiments of paper 001 sec. 3.3 (:func:`run_experiments`), fit a
-profile from them and check it (:func:`gpu_probe.fit.fit`, :func:`fit_profile`), capture waves (:func:`capture_waves`) and
-tabulate predicted-vs-measured accuracy (:func:`accuracy_table`). Without a GPU the
-OpenGL implementation is Mesa's llvmpipe, whose rule :mod:`gpu_probe.vsplit` spells out.
+profile from them and check it (:func:`gpu_probe.fit.fit`, :func:`fit_profile`), capture waves
+(:func:`capture_waves`) and tabulate predicted-vs-measured accuracy (:func:`accuracy_table`).
+Without a GPU the OpenGL implementation is Mesa's llvmpipe, whose rule :mod:`gpu_probe.vsplit`
+spells out.  The counts can also come from a function (:mod:`gpu_probe.counters`:
+:func:`resolve_counter`, ``meshopt-batch probe --counter MODULE:FUNCTION``), e.g. the
+simulated GPUs of :mod:`gpu_probe.simulated`.
 
 Names are imported lazily: ``import gpu_probe`` does not create an OpenGL context.  The
 submodule ``gpu_probe.fit`` is not shadowed by a function of the same name: use
@@ -20,6 +23,9 @@ _EXPORTS = {
     "GLUnavailableError": "gpu_probe.context",
     "measure_invocations": "gpu_probe.invocations",
     "Measurement": "gpu_probe.invocations",
+    "resolve_counter": "gpu_probe.counters",
+    "FunctionCounter": "gpu_probe.counters",
+    "ModelCounter": "gpu_probe.counters",
     "run_experiments": "gpu_probe.experiments",
     "ExperimentSuite": "gpu_probe.experiments",
     "fit_profile": "gpu_probe.fit",

@@ -1,7 +1,7 @@
 """Predicted versus measured ASR per profile (paper 001 sec. 3.4, Fig. 2).
 
 :func:`accuracy_table` measures every draw of a set of meshes in several triangle orders on
-this machine's GPU once, predicts the same draws with every profile (the built-in batch
+this machine's GPU (or any counter of :mod:`gpu_probe.counters`) once, predicts the same draws with every profile (the built-in batch
 profiles and global ``fifo:N`` / ``lru:N`` caches of many sizes) and returns one row per
 (draw, order, profile). :func:`mse_table` reduces it to the mean squared error of the ASR
 per profile, and :func:`plot_accuracy` draws Fig. 2: MSE against cache size for the FIFO
@@ -20,7 +20,7 @@ from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
 
 from .corpus import ORDERS, load_draws, ordered, shared_mesh_paths
-from .invocations import measure_invocations, prober
+from .counters import gl_counter
 
 CACHE_SIZES = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64, 96, 128, 256)
 
@@ -32,11 +32,14 @@ def default_profiles(cache_sizes=CACHE_SIZES) -> list[str]:
 
 
 def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
-                   max_triangles: int | None = 200_000, progress=None):
+                   max_triangles: int | None = 200_000, progress=None, counter=None):
     """Measured and predicted ASR for every (draw, order, profile).
 
     Parameters
     ----------
+    counter : counter, optional
+        Where the measured counts come from (:mod:`gpu_probe.counters`); default this
+        machine's GPU through OpenGL.
     meshes : iterable of paths, optional
         Default: the shared test meshes (:func:`gpu_probe.corpus.shared_mesh_paths`) with at
         most ``max_triangles`` triangles.
@@ -55,7 +58,8 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
         meshes = shared_mesh_paths(max_triangles=max_triangles)
     profiles = list(profiles) if profiles is not None else default_profiles()
     profs = [get_profile(p) for p in profiles]
-    renderer = prober().info["renderer"]
+    counter = gl_counter() if counter is None else counter
+    renderer = counter.info["renderer"]
     rows = []
     for path in meshes:
         for draw in load_draws(path):
@@ -63,8 +67,7 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
                 tri = ordered(draw, order, seed)
                 if progress:
                     progress(f"{draw.name} {order}")
-                m = measure_invocations(tri, draw.vertex_count, draw.index_dtype,
-                                        per_vertex=False)
+                m = counter.measure(tri, draw.vertex_count, draw.index_dtype, per_vertex=False)
                 for spec, prof in zip(profiles, profs):
                     p = predict(tri, draw.vertex_count, profile=prof).invocations
                     kind = spec.split(":")[0] if ":" in spec else "batch"

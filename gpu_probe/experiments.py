@@ -14,14 +14,19 @@ series, the positions where the count steps, and the value it derives.
 ``refresh``         as ``lru`` but with a hit in the middle: LRU (hits refresh) vs FIFO
 ``slot_conflicts``  one vertex ``X+d`` between two uses of ``X``: is ``X`` evicted? finds
                     direct-mapped retention keyed by ``index mod M`` (llvmpipe)
+``extent``          which vertices a draw shades: only those it references, the aligned
+                    groups around them (Mali Valhall) or its whole index range (Mali-400)
 ``boundary_16bit``  the same buffers with indices straddling a multiple of 2^16 or not
 ``index_size``      the same buffers as 16- and 32-bit indices
 ``render_state``    rasterizer discard vs a 1x1 framebuffer, extra varyings, draw offset
 ``random``          random index buffers of many sizes (verification set for ``fit``)
 ==================  =====================================================================
 
-:func:`run_experiments` runs them in order, feeding the ``MAX_SIZE`` found by the
-staircase into the later ones. The suite takes a few seconds on llvmpipe.
+:func:`run_experiments` runs them in order against a counter (:mod:`gpu_probe.counters`:
+this machine's GPU through OpenGL by default, or any ``FUNCTION(indices, vertex_count)``),
+feeding the ``MAX_SIZE`` found by the staircase into the later ones; ``index_size`` and
+``render_state`` need a counter that can change the index type and render state (OpenGL) and
+are left out otherwise. The suite takes a few seconds on llvmpipe.
 """
 
 from __future__ import annotations
@@ -33,10 +38,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
-
-from .invocations import prober
+from .counters import gl_counter
 
 
 @dataclass
@@ -110,65 +112,37 @@ def _steps(x, y) -> list[int]:
     return [int(x[i]) for i in range(1, len(y)) if y[i] != y[i - 1]]
 
 
-_LOG: list | None = None
-_GPU = None          # a SimulatedGPU standing in for the real one (run_experiments(gpu=...))
+class _Recorder:
+    """The counter as one experiment sees it: every draw it measures is kept (buffers,
+    measured totals and vertex count) so that a profile can be checked against each."""
 
+    def __init__(self, counter):
+        self.counter = counter
+        self.buffers, self.totals, self.vertex_counts = [], [], []
 
-class SimulatedGPU:
-    """A stand-in GPU that answers with a profile's predictions (Algorithm 1).
+    @property
+    def render_state(self) -> bool:
+        return getattr(self.counter, "render_state", False)
 
-    ``run_experiments(gpu=SimulatedGPU("nvidia_gl"))`` runs the whole suite against the
-    model, which checks that the experiments and :func:`gpu_probe.fit.fit_profile` recover
-    a known profile (they recover every built-in one exactly) without any GPU.
-    """
-
-    def __init__(self, profile):
-        self.profile = get_profile(profile)
-        self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
-                     "vendor": "meshopt_batch.reuse", "version": "model"}
-        self.query = None
-
-    def measure_many(self, index_buffers, vertex_count=None, index_dtype=np.uint32, *,
-                     per_vertex=False, with_query=False, discard=True, varyings=0):
-        bufs = [np.asarray(b).reshape(-1) for b in index_buffers]
-        V = vertex_count if vertex_count is not None else int(max(b.max() for b in bufs)) + 1
-        tot, per = [], []
-        for b in bufs:
-            p = predict(b.reshape(-1, 3).astype(np.int64), V, profile=self.profile,
-                        per_vertex=per_vertex)
-            tot.append(p.invocations)
-            if per_vertex:
-                per.append(p.shaded_per_vertex)
-        return (np.array(tot, np.int64), np.array(per) if per_vertex else None, None)
-
-
-def _gpu():
-    return _GPU if _GPU is not None else prober()
-
-
-def _measure(buffers, vertex_count=None, **kw):
-    buffers = [np.asarray(b).reshape(-1) for b in buffers]
-    tot, per, q = _gpu().measure_many(buffers, vertex_count, **kw)
-    if _LOG is not None:
+    def measure(self, buffers, vertex_count=None, **kw):
+        buffers = [np.asarray(b).reshape(-1) for b in buffers]
+        tot, per, q = self.counter.measure_many(buffers, vertex_count, **kw)
         V = vertex_count if vertex_count is not None else int(max(b.max() for b in buffers)) + 1
-        _LOG.append((buffers, tot.tolist(), V))
-    return tot, per, q
+        self.buffers.extend(buffers)
+        self.totals.extend(int(t) for t in tot)
+        self.vertex_counts.extend([int(V)] * len(buffers))
+        return tot, per, q
 
 
 def _recorded(fn):
-    """Keep every draw an experiment makes (buffers + measured totals) on its result."""
+    """Run an experiment against ``counter`` and keep every draw it made on its result."""
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        global _LOG
-        outer, _LOG = _LOG, []
-        try:
-            exp = fn(*args, **kwargs)
-            for bufs, tots, V in _LOG:
-                exp.buffers.extend(bufs)
-                exp.totals.extend(int(t) for t in tots)
-                exp.vertex_counts.extend([int(V)] * len(bufs))
-        finally:
-            _LOG = outer
+    def wrapper(counter, *args, **kwargs):
+        rec = _Recorder(counter)
+        exp = fn(rec, *args, **kwargs)
+        exp.buffers.extend(rec.buffers)
+        exp.totals.extend(rec.totals)
+        exp.vertex_counts.extend(rec.vertex_counts)
         return exp
     return wrapper
 
@@ -176,7 +150,7 @@ def _recorded(fn):
 # -- MAX_SIZE -------------------------------------------------------------------------------
 
 @_recorded
-def staircase(max_indices: int = 3300) -> Experiment:
+def staircase(counter, max_indices: int = 3300) -> Experiment:
     """Draw ``{0,1,2}`` repeated, length 3..``max_indices`` (paper 001 Fig. 1).
 
     A global cache would shade 3 vertices whatever the length; batching shades 3 more at
@@ -185,7 +159,7 @@ def staircase(max_indices: int = 3300) -> Experiment:
     t0 = time.perf_counter()
     lengths = list(range(3, max_indices + 1, 3))
     base = np.tile(np.array([0, 1, 2]), max_indices // 3)
-    tot, _, _ = _measure([base[:n] for n in lengths], 3)
+    tot, _, _ = counter.measure([base[:n] for n in lengths], 3)
     y = tot.tolist()
     steps = _steps(lengths, y)
     max_size = steps[0] - 3 if steps and y[0] == 3 else None
@@ -202,7 +176,7 @@ def staircase(max_indices: int = 3300) -> Experiment:
 
 
 @_recorded
-def batch_triplets(max_size: int, batches: int = 4) -> Experiment:
+def batch_triplets(counter, max_size: int, batches: int = 4) -> Experiment:
     """Each assumed batch of ``max_size`` indices repeats its own triplet (paper's check).
 
     With the right ``MAX_SIZE`` every batch costs exactly 3; for comparison the same is
@@ -214,7 +188,7 @@ def batch_triplets(max_size: int, batches: int = 4) -> Experiment:
     for s in sizes:
         parts = [np.tile(np.arange(3 * b, 3 * b + 3), s // 3) for b in range(batches)]
         bufs.append(np.concatenate(parts))
-    tot, _, _ = _measure(bufs, 3 * batches)
+    tot, _, _ = counter.measure(bufs, 3 * batches)
     y = tot.tolist()
     confirmed = y[sizes.index(max_size)] == 3 * batches
     return Experiment(
@@ -244,7 +218,7 @@ def _uniques_buffer(n_new: int) -> tuple[np.ndarray, int]:
 
 
 @_recorded
-def uniques(max_size: int, max_n: int | None = None) -> Experiment:
+def uniques(counter, max_size: int, max_n: int | None = None) -> Experiment:
     """``N`` new vertices, then the second-to-last triangle again (paper 001 sec. 3.3).
 
     While all ``N`` vertices fit one batch the repeated triangle is reused (cost ``N``).
@@ -261,7 +235,7 @@ def uniques(max_size: int, max_n: int | None = None) -> Experiment:
         b, e = _uniques_buffer(n)
         bufs.append(b)
         expected.append(e)
-    tot, _, _ = _measure(bufs, max(ns) + 1)
+    tot, _, _ = counter.measure(bufs, max(ns) + 1)
     y = tot.tolist()
     excess = [int(n) for n, m, e in zip(ns, y, expected) if m > e]
     max_uniques = excess[0] - 1 if excess else None
@@ -277,7 +251,7 @@ def uniques(max_size: int, max_n: int | None = None) -> Experiment:
 # -- retention ------------------------------------------------------------------------------
 
 @_recorded
-def lookback(max_size: int, starts=(3, 4, 5), x_vertex: int = 3) -> Experiment:
+def lookback(counter, max_size: int, starts=(3, 4, 5), x_vertex: int = 3) -> Experiment:
     """``{0,1,2,...}`` of length ``max_size`` with ``X`` at position ``i`` and ``i + n``.
 
     Cost 4 when the second ``X`` reuses the first, 5 when not. Done for three start
@@ -293,7 +267,7 @@ def lookback(max_size: int, starts=(3, 4, 5), x_vertex: int = 3) -> Experiment:
             b[i] = x_vertex
             b[i + n] = x_vertex
             bufs.append(b)
-        tot, _, _ = _measure(bufs, x_vertex + 1)
+        tot, _, _ = counter.measure(bufs, x_vertex + 1)
         series[f"i={i}"] = tot.tolist()
         all_n = ns if all_n is None or len(ns) < len(all_n) else all_n
     base = series[f"i={starts[0]}"][:len(all_n)]
@@ -328,7 +302,7 @@ def _lru_buffer(k: int, x: int, first_new: int, refresh: bool = False) -> np.nda
 
 
 @_recorded
-def lru(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
+def lru(counter, max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
     """``X`` repeated with ``k`` new vertices (and 0, 1) in between: ``k + 2`` distinct.
 
     Cost ``3 + k`` when the second ``X`` is reused; the first ``k`` that costs one more is
@@ -340,7 +314,7 @@ def lru(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Exp
     kmax = max(1, min((max_size - 6) // 3, (max_uniques or max_size) - 3))
     ks = list(range(1, kmax + 1))
     bufs = [_lru_buffer(k, x_vertex, x_vertex + 1) for k in ks]
-    tot, _, _ = _measure(bufs, x_vertex + kmax + 2)
+    tot, _, _ = counter.measure(bufs, x_vertex + kmax + 2)
     y = tot.tolist()
     expected = [3 + k for k in ks]
     fails = [k for k, m, e in zip(ks, y, expected) if m > e]
@@ -356,7 +330,7 @@ def lru(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Exp
 
 
 @_recorded
-def refresh(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
+def refresh(counter, max_size: int, x_vertex: int = 2, max_uniques: int | None = None) -> Experiment:
     """As :func:`lru` with a hit on ``X`` in the middle: does a hit refresh retention?
 
     With LRU the final ``X`` fails at the same ``k`` as in :func:`lru`; with a FIFO that
@@ -366,7 +340,7 @@ def refresh(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) ->
     kmax = max(1, min((max_size - 9) // 6, ((max_uniques or max_size) - 3) // 2))
     ks = list(range(1, kmax + 1))
     bufs = [_lru_buffer(k, x_vertex, x_vertex + 1, refresh=True) for k in ks]
-    tot, _, _ = _measure(bufs, x_vertex + 2 * kmax + 2)
+    tot, _, _ = counter.measure(bufs, x_vertex + 2 * kmax + 2)
     y = tot.tolist()
     expected = [3 + 2 * k for k in ks]
     fails = [k for k, m, e in zip(ks, y, expected) if m > e]
@@ -379,7 +353,7 @@ def refresh(max_size: int, x_vertex: int = 2, max_uniques: int | None = None) ->
 
 
 @_recorded
-def slot_conflicts(max_distance: int = 1024, x_vertex: int | None = None) -> Experiment:
+def slot_conflicts(counter, max_distance: int = 1024, x_vertex: int | None = None) -> Experiment:
     """``(X,A,B), (A,B,X+d), (X,A,B)``: is ``X`` evicted by the single vertex ``X+d``?
 
     With any LRU/FIFO/look-back of 4+ entries ``X`` survives; with a direct-mapped table
@@ -393,7 +367,7 @@ def slot_conflicts(max_distance: int = 1024, x_vertex: int | None = None) -> Exp
           if d not in (0, 1, 2) and x + d >= 0]
     bufs = [np.array([x, a, b, a, b, x + d, x, a, b]) for d in ds]
     V = x + max_distance + 1
-    tot, per, _ = _measure(bufs, V, per_vertex=True)
+    tot, per, _ = counter.measure(bufs, V, per_vertex=True)
     evicted = [int(d) for d, row in zip(ds, per) if row[x] > 1]
     y = (per[:, x] - 1).tolist()
     modulus = None
@@ -411,6 +385,45 @@ def slot_conflicts(max_distance: int = 1024, x_vertex: int | None = None) -> Exp
     )
 
 
+@_recorded
+def extent(counter, width: int = 64, far: int = 1000) -> Experiment:
+    """Which vertices does a draw shade?  Per-vertex counts against the referenced vertices.
+
+    Draws ``(v, v, v)`` for ``v < width`` and four triangles with indices far apart (the
+    first is ``(0, far, 2)``).  A GPU that shades only what a draw references shades exactly
+    those vertices; Mali Valhall shades each index's aligned group of vertex ids (groups of 4:
+    indices 0, 7, 15 shade 0-7 and 12-15), Mali-400 the whole range from the smallest to the
+    largest index (``(0, 1000, 2)``: 1001 vertices).
+    """
+    t0 = time.perf_counter()
+    draws = [np.array([v, v, v]) for v in range(width)]
+    draws += [np.array(t) for t in ((0, far, 2), (5, far // 2 + 3, far - 7),
+                                    (far - 1, 1, far // 3), (17, 18, 19 + far // 2))]
+    V = far + 1
+    tot, per, _ = counter.measure(draws, V, per_vertex=True)
+    shaded = [np.flatnonzero(row) for row in per]
+    referenced = [np.unique(d) for d in draws]
+    shades, group = "other", None
+    if all(np.array_equal(s, r) for s, r in zip(shaded, referenced)):
+        shades = "referenced"
+    elif all(np.array_equal(s, np.arange(r[0], r[-1] + 1)) for s, r in zip(shaded, referenced)):
+        shades = "range"
+    elif shaded[0].size > 1:
+        g = int(shaded[0].size)
+        blocks = [np.unique(np.concatenate([np.arange(b * g, min(b * g + g, V))
+                                            for b in np.unique(r // g)])) for r in referenced]
+        if all(np.array_equal(s, b) for s, b in zip(shaded, blocks)):
+            shades, group = "groups", g
+    once = bool(all((row[row > 0] == 1).all() for row in per))
+    return Experiment(
+        "extent", "vertices a draw shades: (v,v,v) for small v, then spread triangles",
+        "draw #", list(range(len(draws))), tot.tolist(), [int(r.size) for r in referenced],
+        [], {"shades": shades, "group": group, "each_once": once},
+        {"shaded_first": [s[:16].tolist() for s in shaded[width:]]},
+        time.perf_counter() - t0,
+    )
+
+
 # -- index encoding -------------------------------------------------------------------------
 
 def _window_buffers(rng, count: int, width: int = 128, max_tris: int = 700):
@@ -423,7 +436,7 @@ def _window_buffers(rng, count: int, width: int = 128, max_tris: int = 700):
 
 
 @_recorded
-def boundary_16bit(count: int = 40, seed: int = 16) -> Experiment:
+def boundary_16bit(counter, count: int = 40, seed: int = 16) -> Experiment:
     """Random buffers over 128 vertices centred on 2^16 (straddling) vs on 2^15 (not).
 
     The two placements differ by 32768, a multiple of every power-of-two table size, so
@@ -435,8 +448,8 @@ def boundary_16bit(count: int = 40, seed: int = 16) -> Experiment:
     straddle = [r + (65536 - 64) for r in rel]
     below = [r + (32768 - 64) for r in rel]
     V = 65536 + 64 + 1
-    ts, _, _ = _measure(straddle, V)
-    tb, _, _ = _measure(below, V)
+    ts, _, _ = counter.measure(straddle, V)
+    tb, _, _ = counter.measure(below, V)
     diff = (ts - tb).tolist()
     x = list(range(count))
     return Experiment(
@@ -449,7 +462,7 @@ def boundary_16bit(count: int = 40, seed: int = 16) -> Experiment:
 
 
 @_recorded
-def index_size(count: int = 40, seed: int = 1632) -> Experiment:
+def index_size(counter, count: int = 40, seed: int = 1632) -> Experiment:
     """The same buffers drawn with uint16 and uint32 indices.
 
     Includes dense small-range buffers (where a driver could shade the whole index range
@@ -463,8 +476,8 @@ def index_size(count: int = 40, seed: int = 1632) -> Experiment:
         t = int(rng.integers(1, 2500))
         bufs.append(rng.integers(0, width, size=3 * t))
     V = 60000
-    t32, _, _ = _measure(bufs, V, index_dtype=np.uint32)
-    t16, _, _ = _measure(bufs, V, index_dtype=np.uint16)
+    t32, _, _ = counter.measure(bufs, V, index_dtype=np.uint32)
+    t16, _, _ = counter.measure(bufs, V, index_dtype=np.uint16)
     diff = (t16 - t32).tolist()
     return Experiment(
         "index_size", "the same buffers with 16-bit and 32-bit indices",
@@ -476,7 +489,7 @@ def index_size(count: int = 40, seed: int = 1632) -> Experiment:
 
 
 @_recorded
-def render_state(count: int = 24, seed: int = 7) -> Experiment:
+def render_state(counter, count: int = 24, seed: int = 7) -> Experiment:
     """Same buffers with rasterizer discard, rasterized into 1x1, with 16 extra varyings,
     and at an odd offset in a larger index buffer: batching must not depend on these."""
     t0 = time.perf_counter()
@@ -484,15 +497,15 @@ def render_state(count: int = 24, seed: int = 7) -> Experiment:
     bufs = [rng.integers(0, int(rng.integers(3, 5000)), size=3 * int(rng.integers(1, 3000)))
             for _ in range(count)]
     V = 5000
-    base, _, _ = _measure(bufs, V)
-    raster, _, _ = _measure(bufs, V, discard=False)
-    vary, _, _ = _measure(bufs, V, varyings=16)
+    base, _, _ = counter.measure(bufs, V)
+    raster, _, _ = counter.measure(bufs, V, discard=False)
+    vary, _, _ = counter.measure(bufs, V, varyings=16)
     pad = [np.concatenate([np.zeros(3 * 7, dtype=np.int64), b]) for b in bufs]
     # drawn with the 7 padding triangles as their own draws in front: offset 21 indices
     interleaved = []
     for pb, b in zip(pad, bufs):
         interleaved += [pb[:21], b]
-    off, _, _ = _measure(interleaved, V)
+    off, _, _ = counter.measure(interleaved, V)
     off = off[1::2]
     same = {
         "rasterized_1x1": bool((raster == base).all()),
@@ -509,7 +522,7 @@ def render_state(count: int = 24, seed: int = 7) -> Experiment:
 
 
 @_recorded
-def random_buffers(count: int = 120, seed: int = 2024, max_triangles: int = 6000) -> Experiment:
+def random_buffers(counter, count: int = 120, seed: int = 2024, max_triangles: int = 6000) -> Experiment:
     """Random index buffers of many sizes and vertex ranges (verification data for fit).
 
     The buffers themselves are kept in ``extra["buffers"]`` only as (seed, sizes) so the
@@ -518,7 +531,7 @@ def random_buffers(count: int = 120, seed: int = 2024, max_triangles: int = 6000
     t0 = time.perf_counter()
     bufs, specs = random_buffer_set(count, seed, max_triangles)
     V = max(s[1] for s in specs)
-    tot, _, q = _measure(bufs, V, with_query=True)
+    tot, _, q = counter.measure(bufs, V, with_query=True)
     agree = None if q is None else bool((q == tot).all())
     return Experiment(
         "random", "random index buffers (T triangles over W vertices)", "buffer #",
@@ -560,7 +573,9 @@ def random_buffer_set(count: int = 120, seed: int = 2024, max_triangles: int = 6
 # -- the suite ------------------------------------------------------------------------------
 
 EXPERIMENTS = ("staircase", "batch_triplets", "uniques", "lookback", "lru", "refresh",
-               "slot_conflicts", "boundary_16bit", "index_size", "render_state", "random")
+               "slot_conflicts", "extent", "boundary_16bit", "index_size", "render_state", "random")
+#: Experiments that need a counter able to change the index type and the render state.
+RENDER_STATE_EXPERIMENTS = ("index_size", "render_state")
 
 
 @dataclass
@@ -598,12 +613,15 @@ class ExperimentSuite:
                    d.get("seconds", 0.0))
 
 
-def run_experiments(only=None, max_indices: int = 3300, progress=None,
-                    gpu: SimulatedGPU | None = None) -> ExperimentSuite:
-    """Run the experiment suite on this machine's GPU.
+def run_experiments(counter=None, only=None, max_indices: int = 3300,
+                    progress=None) -> ExperimentSuite:
+    """Run the experiment suite against a counter.
 
     Parameters
     ----------
+    counter : counter, optional
+        Where invocations come from (:mod:`gpu_probe.counters`); default this machine's GPU
+        through OpenGL.
     only : iterable of str, optional
         Subset of :data:`EXPERIMENTS` (``staircase`` always runs: the others need its
         ``MAX_SIZE``).
@@ -611,30 +629,21 @@ def run_experiments(only=None, max_indices: int = 3300, progress=None,
         Longest staircase draw (must show at least one step for the later experiments).
     progress : callable, optional
         Called with each experiment's name before it runs.
-    gpu : SimulatedGPU, optional
-        Run against a model instead of this machine's GPU.
     """
-    global _GPU
     t0 = time.perf_counter()
-    outer, _GPU = _GPU, gpu
-    try:
-        return _run_suite(only, max_indices, progress, t0)
-    finally:
-        _GPU = outer
-
-
-def _run_suite(only, max_indices, progress, t0) -> ExperimentSuite:
-    p = _gpu()
+    counter = gl_counter() if counter is None else counter
     names = list(EXPERIMENTS) if only is None else [n for n in EXPERIMENTS if n in set(only)]
     if "staircase" not in names:
         names.insert(0, "staircase")
+    if not getattr(counter, "render_state", False):
+        names = [n for n in names if n not in RENDER_STATE_EXPERIMENTS]
     out: dict[str, Experiment] = {}
 
     def run(name, fn, *a, **kw):
         if name in names:
             if progress:
                 progress(name)
-            out[name] = fn(*a, **kw)
+            out[name] = fn(counter, *a, **kw)
 
     run("staircase", staircase, max_indices)
     # no staircase step: no batches (a global cache); probe retention over 1026 indices
@@ -646,12 +655,13 @@ def _run_suite(only, max_indices, progress, t0) -> ExperimentSuite:
     run("lru", lru, ms, max_uniques=mu)
     run("refresh", refresh, ms, max_uniques=mu)
     run("slot_conflicts", slot_conflicts, min(1024, max(ms, 64)))
+    run("extent", extent)
     run("boundary_16bit", boundary_16bit)
     run("index_size", index_size)
     run("render_state", render_state)
     run("random", random_buffers)
     return ExperimentSuite(
-        p.info["renderer"], p.info["vendor"], p.info["version"],
+        counter.info["renderer"], counter.info["vendor"], counter.info["version"],
         datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), out,
         time.perf_counter() - t0,
     )

@@ -1,38 +1,47 @@
-"""Turn the experiments into a profile (paper 001 sec. 3.4) and check it against the GPU.
+"""Turn the experiments into a profile (paper 001 sec. 3.4) and check it against the counter.
 
 :func:`fit_profile` reads the derived values of an :class:`~gpu_probe.experiments.ExperimentSuite`
-and decides ``MAX_SIZE``, ``MAX_UNIQUES`` and the memory module:
+and decides, without being told which GPU it is, ``MAX_SIZE``, ``MAX_UNIQUES`` and the memory
+module:
 
+0. extent: a draw that shades vertices it does not reference shades either the aligned groups
+   of ``G`` vertex ids around its indices (``groups``, Mali Valhall) or its whole index range
+   (``range``, Mali-400); neither takes batch bounds.
 1. ``MAX_SIZE``: the longest ``{0,1,2}`` draw that costs 3 (staircase); 0 if none stepped.
+   On llvmpipe this is the segment length (1023).
 2. ``MAX_UNIQUES``: one less than the first ``N`` new vertices per batch that cost extra;
-   ``MAX_SIZE`` when no limit shows (the paper's convention for AMD).
+   ``MAX_SIZE`` when no limit shows (the paper's convention for AMD).  The triangle that
+   overflows moves whole into the next batch (the mid-triangle cut of Algorithm 1, lines
+   16-27); the reproduction of the ``uniques`` draws checks it.
 3. memory: a *single* new vertex that evicts ``X`` exactly when ``d`` is a multiple of
-   ``M`` means a direct-mapped table of ``M`` slots (``direct``); otherwise a look-back
-   failure at distance ``n`` means ``lookback`` (``lookback_dx`` when it depends on the
-   position mod 3); otherwise a failure after ``k`` distinct vertices means ``lru`` when a
-   hit refreshes retention and ``fifo`` when it does not; otherwise nothing is forgotten
-   within a batch.
+   ``M`` means a direct-mapped table of ``M`` slots keyed by ``index mod M`` (``direct``);
+   otherwise a look-back failure at distance ``n`` means ``lookback`` (``lookback_dx`` when it
+   depends on the position mod 3); otherwise a failure after ``k`` distinct vertices means
+   ``lru`` when a hit refreshes retention and ``fifo`` when it does not; otherwise nothing is
+   forgotten within a batch.
 
-:func:`reproduce` predicts every single draw of the experiments with a profile;
-:func:`verify` predicts random index buffers and real meshes in several orders and
-compares with fresh measurements. :func:`fit` does all three and, with ``refine``, searches
-the neighbourhood of the fitted numbers for a profile with smaller error.
+:func:`reproduce` predicts every single draw of the experiments with a profile.  When the
+decided profile does not reproduce them all, :func:`closest` tries every memory kind with the
+sizes the experiments suggest (and the neighbourhood of the best); when none is exact the
+counts fit no known kind and :func:`fit` says so, reporting the closest profile with its
+error instead of a wrong profile.  :func:`verify` predicts random index buffers and real
+meshes in several orders and compares with fresh counts from the same counter.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from meshopt_batch.profiles import Profile
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import MEMORY_KINDS, Profile
 from meshopt_batch.reuse import predict
 
 from .corpus import ORDERS, load_draws, ordered
+from .counters import gl_counter
 from .experiments import ExperimentSuite, random_buffer_set, run_experiments
-from .invocations import measure_invocations, prober
 
 
 def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, list[str]]:
@@ -46,6 +55,22 @@ def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, 
     """
     d = suite.derived()
     why = []
+    made = {"description": f"fitted by gpu_probe on {suite.renderer} ({suite.version})",
+            "source": f"gpu_probe experiments, {suite.date}"}
+    ext = d.get("extent", {})
+    if ext.get("shades") == "range":
+        why.append("memory = range: a draw shades every vertex from its smallest to its largest "
+                   f"index (extent: (0, 1000, 2) shades {suite['extent'].measured[-4]}); the "
+                   "triangle order does not matter, no batch bounds")
+        return Profile(name, 0, 0, "range", 1, **made), why
+    if ext.get("shades") == "groups":
+        g = int(ext["group"])
+        why.append(f"memory = groups of {g}: an index shades its aligned group of {g} vertex ids, "
+                   f"once per draw (extent: (0, 0, 0) shades vertices 0-{g - 1}); the "
+                   "triangle order does not matter, no batch bounds")
+        return Profile(name, 0, 0, "groups", g, **made), why
+    if ext.get("shades") == "other":
+        why.append("extent: draws shade vertices they do not reference, in no known pattern")
     ms = d["staircase"].get("max_size")
     if ms is None:
         ms = 0
@@ -62,7 +87,8 @@ def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, 
         why.append(f"MAX_UNIQUES = MAX_SIZE = {ms}: no extra invocation for up to {ms} new "
                    "vertices per batch")
     else:
-        why.append(f"MAX_UNIQUES = {mu}: {mu + 1} new vertices per batch cost extra")
+        why.append(f"MAX_UNIQUES = {mu}: {mu + 1} new vertices per batch cost extra; the triangle "
+                   "that overflows moves whole into the next batch")
 
     kind, size = None, None
     sc = d.get("slot_conflicts", {})
@@ -99,26 +125,28 @@ def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, 
         why.append("memory: nothing forgotten within a batch -> lru as large as the batch")
     if d.get("boundary_16bit", {}).get("differs"):
         why.append("16-bit boundary: straddling 2^16 costs extra (boundary_16bit set)")
-    prof = Profile(name, int(ms), int(mu), kind, int(size),
-                   boundary_16bit=bool(d.get("boundary_16bit", {}).get("differs", False)),
-                   description=f"fitted by gpu_probe on {suite.renderer} ({suite.version})",
-                   source=f"gpu_probe experiments, {suite.date}")
+    # counts that fit no known rule can suggest values no profile can take: keep them valid
+    # (the reproduction then shows the error)
+    ms, mu, size = (max(3, v) if v else 0 for v in (int(ms), int(mu), int(size)))
+    prof = Profile(name, ms, mu, kind, max(1, size),
+                   boundary_16bit=bool(d.get("boundary_16bit", {}).get("differs", False)), **made)
     return prof, why
 
 
-def reproduce(profile: Profile, suite: ExperimentSuite) -> dict:
+def reproduce(profile: Profile, suite: ExperimentSuite, stride: int = 1) -> dict:
     """Predict every draw the experiments made; per experiment: draws, mismatches, error.
 
     Only draws whose buffers are in memory (a suite from :func:`run_experiments`, not one
-    read back from JSON) can be checked.
+    read back from JSON) can be checked.  ``stride`` > 1 checks every stride-th draw only.
     """
     out = {}
     for name, exp in suite.experiments.items():
         if not exp.buffers:
             continue
         pred = np.array([predict(np.asarray(b).reshape(-1, 3), V, profile=profile).invocations
-                         for b, V in zip(exp.buffers, exp.vertex_counts)], dtype=np.int64)
-        meas = np.asarray(exp.totals, dtype=np.int64)
+                         for b, V in zip(exp.buffers[::stride], exp.vertex_counts[::stride])],
+                        dtype=np.int64)
+        meas = np.asarray(exp.totals[::stride], dtype=np.int64)
         bad = np.nonzero(pred != meas)[0]
         out[name] = {
             "draws": int(meas.size),
@@ -163,22 +191,25 @@ class Verification:
         return {**self.summary(), "rows": self.rows}
 
 
-def verify(profile: Profile, *, random_count: int = 120, seed: int = 99, meshes=(),
-           orders=ORDERS, random_measured: dict | None = None) -> Verification:
-    """Compare ``profile``'s predictions with measurements on this GPU.
+def verify(profile: Profile, counter=None, *, random_count: int = 120, seed: int = 99,
+           meshes=(), orders=ORDERS) -> Verification:
+    """Compare ``profile``'s predictions with fresh counts from ``counter``.
 
     Parameters
     ----------
+    counter : counter, optional
+        Where the counts come from (:mod:`gpu_probe.counters`); default this machine's GPU.
     random_count : int
         Random index buffers (:func:`gpu_probe.experiments.random_buffer_set`, ``seed``).
     meshes : iterable of paths
         Mesh files; every draw of each is checked in every order of ``orders``.
     """
+    counter = gl_counter() if counter is None else counter
     ver = Verification(profile.name)
     if random_count:
         bufs, specs = random_buffer_set(random_count, seed)
         V = max(s[1] for s in specs)
-        tot, _, _ = prober().measure_many(bufs, V)
+        tot, _, _ = counter.measure_many(bufs, V)
         for i, (b, (t, w, kind), m) in enumerate(zip(bufs, specs, tot)):
             p = predict(b.reshape(-1, 3), V, profile=profile).invocations
             ver.rows.append({"case": f"random#{i}", "kind": f"random-{kind}", "order": "-",
@@ -187,8 +218,7 @@ def verify(profile: Profile, *, random_count: int = 120, seed: int = 99, meshes=
         for draw in load_draws(path):
             for order in orders:
                 tri = ordered(draw, order)
-                m = measure_invocations(tri, draw.vertex_count, draw.index_dtype,
-                                        per_vertex=False)
+                m = counter.measure(tri, draw.vertex_count, draw.index_dtype, per_vertex=False)
                 p = predict(tri, draw.vertex_count, profile=profile).invocations
                 ver.rows.append({"case": draw.name, "kind": "mesh", "order": order,
                                  "triangles": draw.triangle_count, "measured": m.invocations,
@@ -198,7 +228,11 @@ def verify(profile: Profile, *, random_count: int = 120, seed: int = 99, meshes=
 
 @dataclass
 class FitResult:
-    """A fitted profile with the evidence for it."""
+    """A fitted profile with the evidence for it.
+
+    ``fits`` is False when no known memory kind reproduces every experiment draw; ``profile``
+    is then the closest one (:func:`closest`), not a profile of this GPU.
+    """
 
     profile: Profile
     reasons: list
@@ -209,15 +243,23 @@ class FitResult:
     date: str
     seconds: float
     refined_from: Profile | None = None
+    fits: bool = True
 
     @property
     def exact(self) -> bool:
         rep = all(v["mismatches"] == 0 for v in self.reproduction.values())
         return rep and (self.verification is None or self.verification.exact)
 
+    def error(self) -> dict:
+        """How far the profile is from the experiment draws (all zero when it fits)."""
+        return {"draws": sum(v["draws"] for v in self.reproduction.values()),
+                "mismatches": sum(v["mismatches"] for v in self.reproduction.values()),
+                "abs_error": _total_error(self.reproduction)}
+
     def to_dict(self) -> dict:
         return {
-            "profile": self.profile.to_dict(), "exact": self.exact, "reasons": self.reasons,
+            "profile": self.profile.to_dict(), "exact": self.exact, "fits": self.fits,
+            "error": self.error(), "reasons": self.reasons,
             "reproduction": self.reproduction,
             "verification": None if self.verification is None else self.verification.summary(),
             "renderer": self.renderer, "version": self.version, "date": self.date,
@@ -230,57 +272,97 @@ def _total_error(rep: dict) -> int:
     return sum(v["abs_error"] for v in rep.values())
 
 
-def refine(profile: Profile, suite: ExperimentSuite, radius: int = 2) -> Profile:
-    """Search ``MAX_UNIQUES`` and the memory size within ``radius`` (and every memory kind)
-    for the profile that reproduces the experiment draws with the least total error."""
-    best, best_err = profile, _total_error(reproduce(profile, suite))
-    if best_err == 0:
-        return profile
-    mus = sorted({max(3, profile.max_uniques + k) for k in range(-radius, radius + 1)}
-                 | {0, profile.max_size})
-    sizes = sorted({max(1, profile.memory_size + k) for k in range(-radius, radius + 1)})
-    kinds = ("fifo", "lookback", "lookback_dx", "lru", "direct")
-    for mu, kind, size in itertools.product(mus, kinds, sizes):
-        cand = replace(profile, max_uniques=mu, memory=kind, memory_size=size)
-        err = _total_error(reproduce(cand, suite))
-        if err < best_err:
-            best, best_err = cand, err
-            if err == 0:
-                break
-    return best
+def _candidates(profile: Profile, suite: ExperimentSuite) -> list[Profile]:
+    """Every memory kind with the size the experiments suggest for it, plus the decided
+    profile's neighbourhood (memory size and ``MAX_UNIQUES`` within 2)."""
+    d = suite.derived()
+    sizes = {
+        "lookback": d.get("lookback", {}).get("lookback") or 42,
+        "lookback_dx": 44,
+        "fifo": d.get("lru", {}).get("memory_size_if_lru") or 128,
+        "lru": d.get("lru", {}).get("memory_size_if_lru") or 15,
+        "direct": d.get("slot_conflicts", {}).get("direct_mapped_modulus") or 256,
+        "groups": d.get("extent", {}).get("group") or 4,
+        "range": 1,
+    }
+    ms, mu = profile.max_size, profile.max_uniques
+    out = []
+    for kind in MEMORY_KINDS:
+        if kind in ("groups", "range"):
+            out.append(replace(profile, max_size=0, max_uniques=0, memory=kind, memory_size=sizes[kind],
+                               boundary_16bit=False))
+        else:
+            for u in dict.fromkeys((mu, ms)):
+                out.append(replace(profile, max_uniques=u, memory=kind, memory_size=int(sizes[kind])))
+    if not profile.order_free:
+        for k in (-2, -1, 1, 2):
+            out.append(replace(profile, memory_size=max(1, profile.memory_size + k)))
+            if profile.max_uniques and profile.max_uniques + k >= 3:
+                out.append(replace(profile, max_uniques=profile.max_uniques + k))
+    return out
 
 
-def fit(suite: ExperimentSuite | None = None, *, name: str = "fitted", meshes=(),
+def closest(profile: Profile, suite: ExperimentSuite, shortlist: int = 3) -> tuple[Profile, dict]:
+    """The candidate (:func:`_candidates`) that reproduces the experiment draws with the least
+    total error, and its reproduction (the decided profile wins ties).  Candidates are ranked
+    on every 8th draw first; the ``shortlist`` best are reproduced in full."""
+    ranked = []
+    for k, cand in enumerate(_candidates(profile, suite)):
+        try:
+            ranked.append((_total_error(reproduce(cand, suite, stride=8)), k, cand))
+        except MeshoptBatchError:
+            continue
+    best, best_rep = profile, reproduce(profile, suite)
+    for _, _, cand in sorted(ranked, key=lambda r: r[:2])[:shortlist]:
+        if _total_error(best_rep) == 0:
+            break
+        rep = reproduce(cand, suite)
+        if _total_error(rep) < _total_error(best_rep):
+            best, best_rep = cand, rep
+    return best, best_rep
+
+
+def fit(suite: ExperimentSuite | None = None, *, counter=None, name: str = "fitted", meshes=(),
         random_count: int = 120, orders=ORDERS, do_refine: bool = True) -> FitResult:
     """Run (or take) the experiments, fit a profile, reproduce and verify it.
 
     Parameters
     ----------
     suite : ExperimentSuite, optional
-        Experiments already run (with their buffers in memory); run now when None.
+        Experiments already run against ``counter`` (with their buffers in memory); run now
+        when None.
+    counter : counter, optional
+        The counter of the experiments and of the verification (:mod:`gpu_probe.counters`);
+        default this machine's GPU through OpenGL.
     meshes : iterable of paths
         Real meshes for the verification (every draw, every order in ``orders``).
     random_count : int
         Random buffers for the verification (0: none).
     do_refine : bool
-        When the fitted profile does not reproduce the experiments exactly, search nearby
-        profiles (:func:`refine`).
+        When the decided profile does not reproduce the experiments exactly, look for the
+        closest known profile (:func:`closest`).
     """
     t0 = time.perf_counter()
     if suite is None:
-        suite = run_experiments()
+        suite = run_experiments(counter)
     prof, why = fit_profile(suite, name)
     rep = reproduce(prof, suite)
     refined_from = None
     if do_refine and _total_error(rep):
-        better = refine(prof, suite)
+        better, better_rep = closest(prof, suite)
         if better != prof:
-            refined_from, prof = prof, better
-            rep = reproduce(prof, suite)
+            refined_from, prof, rep = prof, better, better_rep
             why.append(f"refined to max_uniques={prof.max_uniques}, memory={prof.memory} "
                        f"{prof.memory_size}: smaller error on the experiment draws")
+    fits = _total_error(rep) == 0
+    if not fits:
+        bad = sum(v["mismatches"] for v in rep.values())
+        why.append(f"no known memory kind reproduces every experiment draw: the closest is "
+                   f"max_size={prof.max_size} max_uniques={prof.max_uniques} memory={prof.memory} "
+                   f"{prof.memory_size}, off on {bad} of {sum(v['draws'] for v in rep.values())} "
+                   f"draws by {_total_error(rep)} invocations in all")
     ver = None
     if random_count or meshes:
-        ver = verify(prof, random_count=random_count, meshes=meshes, orders=orders)
+        ver = verify(prof, counter, random_count=random_count, meshes=meshes, orders=orders)
     return FitResult(prof, why, rep, ver, suite.renderer, suite.version, suite.date,
-                     time.perf_counter() - t0, refined_from)
+                     time.perf_counter() - t0, refined_from, fits)

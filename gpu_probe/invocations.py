@@ -213,8 +213,12 @@ class _Query:
 class Prober:
     """Compiled counting program and reusable GL objects (one per process).
 
-    Use :func:`prober` to get the shared instance.
+    Use :func:`prober` to get the shared instance.  A counter in the sense of
+    :mod:`gpu_probe.counters` that can also draw with either index type, rasterization on or
+    off and extra varyings (``render_state``).
     """
+
+    render_state = True
 
     def __init__(self):
         import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL

@@ -1,13 +1,14 @@
 """The experiments + fit recover known profiles exactly from a simulated GPU (no GL needed).
 
-A :class:`gpu_probe.experiments.SimulatedGPU` answers every draw with Algorithm 1 under a
+A :class:`gpu_probe.counters.ModelCounter` answers every draw with Algorithm 1 under a
 given profile; running the paper 001 sec. 3.3 experiments against it and fitting must give
 back that profile's numbers, and the fitted profile must reproduce every draw.
 """
 
 import pytest
 
-from gpu_probe.experiments import SimulatedGPU, run_experiments
+from gpu_probe.counters import ModelCounter
+from gpu_probe.experiments import run_experiments
 from gpu_probe.fit import fit_profile, reproduce
 from meshopt_batch.profiles import Profile, get_profile
 
@@ -25,7 +26,7 @@ CASES = [
 @pytest.mark.parametrize("spec", CASES, ids=lambda s: s if isinstance(s, str) else s.name)
 def test_fit_recovers_profile_from_simulated_gpu(spec):
     truth = get_profile(spec)
-    suite = run_experiments(gpu=SimulatedGPU(truth))
+    suite = run_experiments(ModelCounter(truth))
     assert suite.renderer.startswith("simulated")
     fitted, reasons = fit_profile(suite, "fitted")
     want_mu = truth.max_uniques if truth.max_uniques else truth.max_size

@@ -2,12 +2,15 @@
 
 Prints the renderer, the measured invocations / ASR of MESH next to every profile's
 prediction, and with ``--experiments`` / ``--fit`` the batch-identification experiments of
-paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.
+paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.  ``--counter
+MODULE:FUNCTION`` takes the counts from a function instead of OpenGL (resolved here, once,
+and passed inward; see :mod:`gpu_probe.counters`).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +33,10 @@ def add_parser(subparsers):
         "experiments of paper 001 sec. 3.3; --fit turns them into a profile and checks it.",
     )
     p.add_argument("mesh", nargs="?", help="mesh to measure (OBJ, PLY, OFF, STL, glTF, GLB)")
+    p.add_argument("--counter", metavar="MODULE:FUNCTION",
+                   help="count invocations with FUNCTION(indices, vertex_count) -> per-vertex "
+                   "counts instead of this GPU's OpenGL; MODULE may be a .py file "
+                   "(e.g. gpu_probe.simulated:nvidia_gl, ./my_counter.py:count)")
     add_profile(p, multiple=True, default_help="every built-in profile")
     p.add_argument("--experiments", action="store_true",
                    help="run the sec. 3.3 experiments and report their step positions")
@@ -61,11 +68,14 @@ def _index_dtype(choice, draw):
     return draw.index_dtype if draw.vertex_count <= 65536 else np.uint32
 
 
-def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
-    """Measure every draw of ``path`` and predict it with ``profiles``."""
+def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> dict:
+    """Measure every draw of ``path`` with ``counter`` (default OpenGL) and predict it with
+    ``profiles``."""
     from gpu_probe.corpus import load_draws  # lazy: the probe loads only for this command
-    from gpu_probe.invocations import measure_invocations  # lazy: as above
+    from gpu_probe.counters import gl_counter  # lazy: as above
     from gpu_probe.waves import capture_waves  # lazy: as above
+
+    counter = gl_counter() if counter is None else counter
 
     draws = load_draws(path)
     profs = [get_profile(p) for p in profiles]
@@ -77,7 +87,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
     wave_info = []
     for d in draws:
         tri = np.array(d.triangles, dtype=np.uint32)
-        m = measure_invocations(tri, d.vertex_count, _index_dtype(index_type, d))
+        m = counter.measure(tri, d.vertex_count, _index_dtype(index_type, d))
         meas.append(m)
         methods.add(m.method)
         agree &= m.agree
@@ -126,6 +136,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False) -> dict:
 
 def run(args) -> int:
     from gpu_probe.context import gl_info  # lazy: the probe loads only for this command
+    from gpu_probe.counters import resolve_counter  # lazy: as above
     from gpu_probe.experiments import run_experiments  # lazy: as above
     from gpu_probe.fit import fit  # lazy: as above
     from gpu_probe.waves import subgroup_support  # lazy: as above
@@ -137,40 +148,52 @@ def run(args) -> int:
         args.experiments = True
     if args.raw and not args.experiments:
         raise MeshoptBatchError("--raw needs --experiments or --fit")
+    if args.waves and args.counter:
+        raise MeshoptBatchError("--waves needs the OpenGL counter (no --counter)")
     profiles = split_values(args.profile) or builtin_profile_names()
     for spec in profiles:
         get_profile(spec)
     if args.mesh and not Path(args.mesh).exists():
         raise MeshoptBatchError(f"{args.mesh}: no such file")
-    info = gl_info()                   # raises a one-line error when no GL can be created
+    counter = resolve_counter(args.counter) if args.counter else None   # None: OpenGL
+    info = counter.info if counter is not None else gl_info()  # one-line error without GL
     out = {"renderer": info["renderer"], "vendor": info["vendor"], "version": info["version"],
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if args.counter:
+        out["counter"] = args.counter
     if args.mesh:
-        out.update(probe_mesh(args.mesh, profiles, args.index_type, args.waves))
+        out.update(probe_mesh(args.mesh, profiles, args.index_type, args.waves, counter))
     suite = None
     if args.experiments:
-        suite = run_experiments()
+        suite = run_experiments(counter)
         out["experiments"] = {
             name: {"steps": e.steps[:32], "derived": e.derived, "draws": len(e.totals),
                    "seconds": round(e.seconds, 3)}
             for name, e in suite.experiments.items()
         }
         out["experiments_seconds"] = round(suite.seconds, 3)
+    not_saved = None
     if args.fit:
         meshes = [args.mesh] if args.mesh else []
-        res = fit(suite, name=args.name, meshes=meshes)
-        out["fitted_profile"] = res.profile.to_dict()
+        res = fit(suite, counter=counter, name=args.name, meshes=meshes)
+        out["fitted_profile"] = res.profile.to_dict() if res.fits else None
         out["fit"] = {"exact": res.exact, "reasons": res.reasons,
                       "reproduction_mismatches": sum(v["mismatches"]
                                                      for v in res.reproduction.values()),
                       "reproduction_draws": sum(v["draws"] for v in res.reproduction.values()),
                       "verification": (res.verification.summary()
                                        if res.verification is not None else None)}
+        if not res.fits:
+            out["fit"]["fits"] = False
+            out["fit"]["closest"] = {**res.profile.to_dict(), "error": res.error()}
+            not_saved = ("no known memory kind fits these counts (closest: "
+                         f"{res.profile.memory} {res.profile.memory_size}, off on "
+                         f"{res.error()['mismatches']} of {res.error()['draws']} experiment draws)")
     if args.raw:
         atomic_write(args.raw, json.dumps(suite.to_dict()) + "\n")
-    if args.save_profile:
+    if args.save_profile and not_saved is None:
         atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
-    if not args.mesh and not args.experiments:
+    if not args.mesh and not args.experiments and not args.counter:
         route, reason = subgroup_support()
         out["subgroups"] = {"supported": route is not None, "extension": route or "",
                             "reason": reason}
@@ -178,13 +201,19 @@ def run(args) -> int:
     out["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
         print(json.dumps(out))
-        return 0
-    _print_human(out)
+    else:
+        _print_human(out)
+    if args.save_profile and not_saved is not None:
+        print(f"meshopt-batch probe: {args.save_profile} not written: {not_saved}", file=sys.stderr)
+        return 1
     return 0
 
 
 def _print_human(out: dict) -> None:
-    print(f"renderer: {out['renderer']} ({out['vendor']}; OpenGL {out['version']})")
+    if "counter" in out:
+        print(f"counter: {out['counter']}" + (f" ({out['version']})" if out["version"] else ""))
+    else:
+        print(f"renderer: {out['renderer']} ({out['vendor']}; OpenGL {out['version']})")
     if "subgroups" in out:
         s = out["subgroups"]
         print("pipeline-statistics query: " + ("yes" if out["pipeline_statistics"] else "no"))
@@ -216,10 +245,11 @@ def _print_human(out: dict) -> None:
             derived = ", ".join(f"{k}={v}" for k, v in e["derived"].items()
                                 if not isinstance(v, (list, dict)))
             print(f"  {name:<15} steps {steps}{more}  {derived}")
-    if "fitted_profile" in out:
-        p = out["fitted_profile"]
+    if "fit" in out:
         f = out["fit"]
-        print(f"fitted profile '{p['name']}': max_size={p['max_size']} "
+        p = out["fitted_profile"] or f["closest"]
+        what = "fitted profile" if out["fitted_profile"] else "no known memory kind fits; closest"
+        print(f"{what} '{p['name']}': max_size={p['max_size']} "
               f"max_uniques={p['max_uniques']} memory={p['memory']} {p['memory_size']}"
               + (" +16bit" if p["boundary_16bit"] else ""))
         for r in f["reasons"]:

@@ -128,6 +128,8 @@ def probe_section(data: dict, meshes) -> Section:
                 ("experiment draws reproduced exactly", f"{rep_draws - rep_bad}/{rep_draws}")]
     if ver:
         fit_rows.append(("random buffers predicted exactly", f"{ver['cases'] - ver['mismatches']}/{ver['cases']}"))
+    if not res.fits:
+        fit_rows.append(("a known memory kind fits", "no: the closest profile is shown"))
     sec.tables.append(Table(f"Profile fitted on {info['renderer']}",
                             pd.DataFrame(fit_rows, columns=["parameter", "value"])))
     sec.paragraphs.append("How the fit decided: " + " ".join(r.strip() + ("" if r.strip().endswith(".") else ".")

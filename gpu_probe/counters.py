@@ -1,0 +1,173 @@
+"""Invocation counters: where the probe's numbers come from.
+
+The probe's experiments, fit, verification and accuracy table only need one thing: the
+vertex-shader invocations of an indexed triangle draw.  A *counter* provides them:
+
+* :func:`gl_counter`: this machine's GPU through OpenGL (:class:`gpu_probe.invocations.Prober`,
+  moderngl + EGL; Mesa's llvmpipe without a GPU), the default;
+* :class:`FunctionCounter`: any Python function ``FUNCTION(indices, vertex_count)`` taking the
+  1-D ``uint32`` index buffer of one triangle-list draw and returning the invocations of every
+  vertex (an integer array of length ``vertex_count``): counts from D3D12/Vulkan pipeline
+  statistics, a vendor simulator, a capture, or the simulated GPUs of
+  :mod:`gpu_probe.simulated`;
+* :class:`ModelCounter`: answers with a profile's own prediction (Algorithm 1 of paper 001).
+
+:func:`resolve_counter` turns the command line's ``MODULE:FUNCTION`` into a counter once, at
+the boundary; everything inside takes the counter object.  Every counter has ``info``
+(renderer, vendor, version), ``render_state`` (whether it can draw with other index types,
+raster states and varyings), :meth:`measure_many` (many draws, one call) and :meth:`measure`
+(one draw, a :class:`~gpu_probe.invocations.Measurement`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from pathlib import Path
+
+import numpy as np
+
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.profiles import get_profile
+from meshopt_batch.reuse import predict
+
+from .invocations import Measurement, _index_array, prober
+
+
+def gl_counter():
+    """This machine's GPU through OpenGL (raises a one-line error without a context)."""
+    return prober()
+
+
+class _CallCounter:
+    """Shared part of counters that compute one draw at a time in Python."""
+
+    render_state = False
+
+    def counts(self, indices: np.ndarray, vertex_count: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def measure_many(self, index_buffers, vertex_count=None, index_dtype=np.uint32, *,
+                     per_vertex=False, with_query=False, discard=True, varyings=0):
+        """Totals (and per-vertex counts) of every buffer, each one draw.
+
+        ``index_dtype``, ``with_query``, ``discard`` and ``varyings`` do not apply (the
+        counter sees only the indices): the query totals are None.
+        """
+        bufs = [np.asarray(b).reshape(-1) for b in index_buffers]
+        if any(b.size % 3 for b in bufs):
+            raise MeshoptBatchError("every index buffer must hold whole triangles")
+        if vertex_count is None:
+            vertex_count = max((int(b.max()) + 1 for b in bufs if b.size), default=0)
+        V = int(vertex_count)
+        totals = np.zeros(len(bufs), np.int64)
+        per = np.zeros((len(bufs), V), np.int64) if per_vertex else None
+        for k, b in enumerate(bufs):
+            ibuf, _ = _index_array(b, V, np.uint32)
+            c = self.counts(ibuf, V)
+            totals[k] = c.sum()
+            if per is not None:
+                per[k] = c
+        return totals, per, None
+
+    def measure(self, triangles, vertex_count=None, index_dtype=np.uint32, *,
+                per_vertex: bool = True, **_) -> Measurement:
+        """One draw as a :class:`~gpu_probe.invocations.Measurement` (method ``"counter"``)."""
+        t0 = time.perf_counter()
+        ibuf, V = _index_array(triangles, vertex_count, np.uint32)
+        c = self.counts(ibuf, V)
+        return Measurement(
+            invocations=int(c.sum()), per_vertex=c if per_vertex else None, method="counter",
+            ssbo_invocations=None, query_invocations=None, agree=True, triangles=ibuf.size // 3,
+            vertex_count=V, index_type=str(np.dtype(index_dtype)), renderer=self.info["renderer"],
+            vendor=self.info["vendor"], version=self.info["version"],
+            seconds=time.perf_counter() - t0)
+
+
+class FunctionCounter(_CallCounter):
+    """A counter from a function ``fn(indices, vertex_count) -> per-vertex invocations``.
+
+    Parameters
+    ----------
+    fn : callable
+        Takes a 1-D ``uint32`` index buffer (whole triangles) and the vertex count; returns
+        the invocations of every vertex of that one draw (integers >= 0, length
+        ``vertex_count``).
+    name : str
+        How the counter is named in results (e.g. ``gpu_probe.simulated:nvidia_gl``).
+    """
+
+    def __init__(self, fn, name: str):
+        self.fn = fn
+        self.name = name
+        doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+        self.info = {"renderer": name, "vendor": "counter", "version": doc[0] if doc else ""}
+
+    def counts(self, indices, vertex_count):
+        out = self.fn(indices, vertex_count)
+        try:
+            arr = np.asarray(out)
+        except Exception as exc:  # a user's function may return anything
+            raise MeshoptBatchError(f"counter {self.name} returned {type(out).__name__} ({exc})") from None
+        if arr.shape != (vertex_count,) or not np.issubdtype(arr.dtype, np.integer):
+            raise MeshoptBatchError(
+                f"counter {self.name} must return an integer array of length {vertex_count} "
+                f"(per-vertex invocations), got {arr.dtype} with shape {arr.shape}")
+        if arr.size and arr.min() < 0:
+            raise MeshoptBatchError(f"counter {self.name} returned a negative count")
+        return arr.astype(np.int64, copy=False)
+
+
+class ModelCounter(_CallCounter):
+    """A counter answering with a profile's prediction (paper 001, Algorithm 1): the probe's
+    experiments and fit run against a known model."""
+
+    def __init__(self, profile):
+        self.profile = get_profile(profile)
+        self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
+                     "vendor": "meshopt_batch.reuse", "version": "model"}
+
+    def counts(self, indices, vertex_count):
+        return predict(indices.reshape(-1, 3), vertex_count, profile=self.profile,
+                       per_vertex=True).shaded_per_vertex
+
+
+def _load_module(name: str):
+    """A module by import name, or from a ``.py`` file path (the current directory is not on
+    ``sys.path`` for an installed command)."""
+    if name.endswith(".py"):
+        path = Path(name)
+        if not path.is_file():
+            raise MeshoptBatchError(f"{name}: no such file")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(name)
+
+
+def resolve_counter(spec: str | None):
+    """The counter named by ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` (None: this machine's
+    GPU through OpenGL).
+
+    Raises
+    ------
+    MeshoptBatchError
+        One line: the spec is malformed, the module cannot be loaded, or it has no such
+        callable.
+    """
+    if spec is None:
+        return gl_counter()
+    module_name, sep, func_name = str(spec).rpartition(":")
+    if not sep or not module_name or not func_name:
+        raise MeshoptBatchError(f"--counter {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION "
+                                "(e.g. gpu_probe.simulated:nvidia_gl)")
+    try:
+        module = _load_module(module_name)
+    except ImportError as exc:
+        raise MeshoptBatchError(f"--counter {spec}: cannot import {module_name} ({exc})") from None
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise MeshoptBatchError(f"--counter {spec}: {module_name} has no function {func_name}")
+    return FunctionCounter(fn, f"{module_name}:{func_name}")
