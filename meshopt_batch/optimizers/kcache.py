@@ -161,17 +161,20 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
     written = 0
 
     # live adjacency: adj[offsets[v] : offsets[v] + live[v]] are v's remaining faces, in fan
-    # order; pos[g, c] is where face g sits in the list of its corner-c vertex
+    # order; for a vertex with a longer list than a sorted fan, pos[g, c] is where face g sits
+    # in the list of its corner-c vertex (shorter lists are searched)
     live = np.empty(vertex_count, np.int32)
-    pos = np.zeros((t_count, 3), np.int32)
     max_valence = 0
     for v in range(vertex_count):
         live[v] = offsets[v + 1] - offsets[v]
         if live[v] > max_valence:
             max_valence = live[v]
-        for j in range(offsets[v], offsets[v + 1]):
-            g = adj[j]
-            pos[g, _corner_of(tris, g, v)] = j
+    pos = np.zeros((t_count if max_valence > _MAX_FAN_SORT else 0, 3), np.int32)
+    for v in range(vertex_count):
+        if live[v] > _MAX_FAN_SORT:
+            for j in range(offsets[v], offsets[v + 1]):
+                g = adj[j]
+                pos[g, _corner_of(tris, g, v)] = j
     # a face (w, w, w) is only found through w's own list (see the fill-in below)
     point_face = np.zeros(vertex_count, np.bool_)
     for g in range(t_count):
@@ -327,7 +330,8 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
 @njit(cache=True)
 def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
     """Face ``f`` was emitted: drop it from the live list of each of its distinct vertices
-    (order kept for fans that were sorted, swap-removal for longer ones) and re-bucket them."""
+    (order kept for fans that were sorted, swap-removal through ``pos`` for longer ones) and
+    re-bucket them."""
     a = tris[f, 0]
     b = tris[f, 1]
     for i in range(3):
@@ -337,18 +341,19 @@ def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
         base = offsets[v]
         n = live[v]
         last = base + n - 1
-        j = pos[f, i]
         if offsets[v + 1] - base <= _MAX_FAN_SORT:
+            j = base
+            while adj[np.uintp(j)] != f:
+                j += 1
             for q in range(j, last):
-                g = adj[np.uintp(q + 1)]
-                adj[np.uintp(q)] = g
-                pos[np.uintp(g), _corner_of(tris, g, v)] = q
+                adj[np.uintp(q)] = adj[np.uintp(q + 1)]
         else:
+            j = pos[f, i]
             g = adj[last]
             adj[j] = g
             pos[g, _corner_of(tris, g, v)] = j
+            pos[f, i] = last
         adj[last] = f
-        pos[f, i] = last
         bucket_unlink(v, n, head, nxt, prv)
         live[v] = n - 1
         if n > 1:
