@@ -13,7 +13,9 @@ decides, for the target profile:
 3. **Triangle order**: each index buffer is reordered by the chosen method
    (:func:`meshopt_batch.optimizers.optimize`), and the new order is kept only when it
    predicts *fewer* invocations than the buffer's input order (paper 001, Algorithm 1);
-   otherwise the input order stays.  A method's own vertex renumbering or copies (the batch
+   otherwise the input order stays.  An overdraw-aware method (``batch+overdraw``...) trades
+   invocations for overdraw by its ``threshold`` ``T``: its order is kept when it predicts at
+   most ``T`` times the input's invocations.  A method's own vertex renumbering or copies (the batch
    method's 16-bit fix and llvmpipe renumbering) are taken only when one index buffer uses the
    vertex buffer; with several, the order is kept in the shared numbering.
 4. **Vertex-fetch order** (``vertex_order=True``): vertices are renumbered in first-use
@@ -178,7 +180,9 @@ def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_rem
     if remap is not None and not allow_remap:
         cand, remap = np.asarray(remap, np.int64)[cand], None
     count = vertex_count if remap is None else int(len(remap))
-    if _invocations(cand, count, options.profile) < _invocations(tris, vertex_count, options.profile):
+    new, old = _invocations(cand, count, options.profile), _invocations(tris, vertex_count, options.profile)
+    trade = float(options.method_params.get("threshold", 1.0)) if options.method.uses_positions else 1.0
+    if new < old or (trade > 1.0 and new <= trade * old):
         return cand, remap, dict(res.stats), "optimized"
     return tris, None, {}, "input"
 

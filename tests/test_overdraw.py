@@ -242,3 +242,19 @@ def test_registry_flags():
     for name in ("batch+overdraw", "tipsify+overdraw", "overdraw", "meshoptimizer_overdraw"):
         assert get_method(name).uses_positions
     assert not get_method("batch").uses_positions
+
+
+def test_post_pass_through_the_command_line_is_kept_within_its_threshold(tmp_path, capsys, knot):
+    src, batched, post = tmp_path / "knot.ply", tmp_path / "batch.ply", tmp_path / "post.ply"
+    save_mesh(knot, src)
+    assert main(["optimize", str(src), "-o", str(batched), "--json"]) == 0
+    capsys.readouterr()
+    # equal invocations: the plain "never worse" rule would keep the input order; the overdraw
+    # pass trades up to T times the input's invocations, so its order is kept
+    assert main(["optimize", str(batched), "-o", str(post), "-m", "original", "--overdraw", "1.05", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["method"] == "overdraw" and res["primitives"][0]["order"] == "optimized"
+    assert res["after"]["invocations"] <= 1.05 * res["before"]["invocations"]
+    before = mesh_overdraw(load_mesh(batched), views=6, size=64).overdraw
+    after = mesh_overdraw(load_mesh(post), views=6, size=64).overdraw
+    assert after < before
