@@ -15,16 +15,16 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from reference_batching import reference_predict  # noqa: E402
 
 from meshes import shared_mesh_path  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
 from meshopt_batch.profiles import Profile, get_profile  # noqa: E402
 from meshopt_batch.reuse import predict  # noqa: E402
-from reference_batching import reference_predict  # noqa: E402
 
 PROFILES = ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "fifo:16", "lru:32", "nvidia_gl+16bit",
             Profile("groups:4", 0, 0, "groups", 4), Profile("range", 0, 0, "range", 1)]
@@ -53,7 +53,7 @@ def main():
     for spec in PROFILES:
         profile = get_profile(spec)
         predict(tris[:64], profile=profile)  # load the compiled kernel from the disk cache
-        seconds, cpu, pred = best_of(lambda: predict(tris, mesh.vertex_count, profile=profile))
+        seconds, cpu, pred = best_of(lambda p=profile: predict(tris, mesh.vertex_count, profile=p))
         tracemalloc.start()
         predict(tris, mesh.vertex_count, profile=profile)
         peak = tracemalloc.get_traced_memory()[1]

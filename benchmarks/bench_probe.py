@@ -29,7 +29,7 @@ import json
 import re
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +47,12 @@ from gpu_probe.fit import fit  # noqa: E402
 from gpu_probe.invocations import measure_invocations  # noqa: E402
 from meshes import shared_mesh_path  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
-from meshopt_batch.optimizers.renumber import (optimize_for_direct_cache, renumber_first_use,  # noqa: E402
-                                               renumber_for_direct_cache, segment_lower_bound)
+from meshopt_batch.optimizers.renumber import (  # noqa: E402
+    optimize_for_direct_cache,
+    renumber_first_use,
+    renumber_for_direct_cache,
+    segment_lower_bound,
+)
 from meshopt_batch.profiles import builtin_profile_names  # noqa: E402
 from meshopt_batch_app.commands.probe import probe_mesh  # noqa: E402
 
@@ -123,8 +127,8 @@ def bench_renumber(meshes_dir, names=("bunny.ply",)):
             tri = np.array(d.triangles)
             opt, how = optimize_order(tri, V)
 
-            def asr(t):
-                return measure_invocations(t, V, d.index_dtype, per_vertex=False).asr
+            def asr(t, V=V, dtype=d.index_dtype):
+                return measure_invocations(t, V, dtype, per_vertex=False).asr
 
             fu, _ = renumber_first_use(opt, V)
             rn, _ = renumber_for_direct_cache(opt, V)
@@ -164,7 +168,7 @@ def main(argv=None):
         print("bench_probe: no OpenGL context; skipped")
         return 0
     info = gl_info()
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
     print(f"renderer: {info['renderer']} | {info['vendor']} | {info['version']} | {date}")
     meshes_dir = shared_meshes_dir()
     suite, res = bench_experiments()

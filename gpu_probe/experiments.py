@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -237,12 +237,12 @@ def uniques(counter, max_size: int, max_n: int | None = None) -> Experiment:
         expected.append(e)
     tot, _, _ = counter.measure(bufs, max(ns) + 1)
     y = tot.tolist()
-    excess = [int(n) for n, m, e in zip(ns, y, expected) if m > e]
+    excess = [int(n) for n, m, e in zip(ns, y, expected, strict=True) if m > e]
     max_uniques = excess[0] - 1 if excess else None
     return Experiment(
         "uniques", "N new vertices, then the second-to-last triangle repeated",
         "N (new vertices)", ns, y, expected,
-        _steps(ns, [m - e for m, e in zip(y, expected)]),
+        _steps(ns, [m - e for m, e in zip(y, expected, strict=True)]),
         {"max_uniques": max_uniques, "first_excess_n": excess[0] if excess else None},
         {"excess_at": excess[:50]}, time.perf_counter() - t0,
     )
@@ -271,7 +271,7 @@ def lookback(counter, max_size: int, starts=(3, 4, 5), x_vertex: int = 3) -> Exp
         series[f"i={i}"] = tot.tolist()
         all_n = ns if all_n is None or len(ns) < len(all_n) else all_n
     base = series[f"i={starts[0]}"][:len(all_n)]
-    fails = {k: [int(n) for n, m in zip(all_n, v) if m > 4] for k, v in series.items()}
+    fails = {k: [int(n) for n, m in zip(all_n, v, strict=False) if m > 4] for k, v in series.items()}
     first = fails[f"i={starts[0]}"]
     same = all(v[:len(all_n)] == base for v in series.values())
     return Experiment(
@@ -317,11 +317,11 @@ def lru(counter, max_size: int, x_vertex: int = 2, max_uniques: int | None = Non
     tot, _, _ = counter.measure(bufs, x_vertex + kmax + 2)
     y = tot.tolist()
     expected = [3 + k for k in ks]
-    fails = [k for k, m, e in zip(ks, y, expected) if m > e]
+    fails = [k for k, m, e in zip(ks, y, expected, strict=True) if m > e]
     return Experiment(
         "lru", "X, then k new vertices (with 0 and 1) in between, then X again",
         "k (new vertices in between)", ks, y, expected,
-        _steps(ks, [m - e for m, e in zip(y, expected)]),
+        _steps(ks, [m - e for m, e in zip(y, expected, strict=True)]),
         {"retained_distinct": (fails[0] - 1 + 2) if fails else None,
          "first_failure_k": fails[0] if fails else None,
          "memory_size_if_lru": (fails[0] - 1 + 3) if fails else None},
@@ -343,10 +343,10 @@ def refresh(counter, max_size: int, x_vertex: int = 2, max_uniques: int | None =
     tot, _, _ = counter.measure(bufs, x_vertex + 2 * kmax + 2)
     y = tot.tolist()
     expected = [3 + 2 * k for k in ks]
-    fails = [k for k, m, e in zip(ks, y, expected) if m > e]
+    fails = [k for k, m, e in zip(ks, y, expected, strict=True) if m > e]
     return Experiment(
         "refresh", "X, k new, X (hit), k new, X: whether hits refresh retention",
-        "k", ks, y, expected, _steps(ks, [m - e for m, e in zip(y, expected)]),
+        "k", ks, y, expected, _steps(ks, [m - e for m, e in zip(y, expected, strict=True)]),
         {"first_failure_k": fails[0] if fails else None}, {"failures": fails[:50]},
         time.perf_counter() - t0,
     )
@@ -368,7 +368,7 @@ def slot_conflicts(counter, max_distance: int = 1024, x_vertex: int | None = Non
     bufs = [np.array([x, a, b, a, b, x + d, x, a, b]) for d in ds]
     V = x + max_distance + 1
     tot, per, _ = counter.measure(bufs, V, per_vertex=True)
-    evicted = [int(d) for d, row in zip(ds, per) if row[x] > 1]
+    evicted = [int(d) for d, row in zip(ds, per, strict=True) if row[x] > 1]
     y = (per[:, x] - 1).tolist()
     modulus = None
     if evicted:
@@ -404,15 +404,15 @@ def extent(counter, width: int = 64, far: int = 1000) -> Experiment:
     shaded = [np.flatnonzero(row) for row in per]
     referenced = [np.unique(d) for d in draws]
     shades, group = "other", None
-    if all(np.array_equal(s, r) for s, r in zip(shaded, referenced)):
+    if all(np.array_equal(s, r) for s, r in zip(shaded, referenced, strict=True)):
         shades = "referenced"
-    elif all(np.array_equal(s, np.arange(r[0], r[-1] + 1)) for s, r in zip(shaded, referenced)):
+    elif all(np.array_equal(s, np.arange(r[0], r[-1] + 1)) for s, r in zip(shaded, referenced, strict=True)):
         shades = "range"
     elif shaded[0].size > 1:
         g = int(shaded[0].size)
         blocks = [np.unique(np.concatenate([np.arange(b * g, min(b * g + g, V))
                                             for b in np.unique(r // g)])) for r in referenced]
-        if all(np.array_equal(s, b) for s, b in zip(shaded, blocks)):
+        if all(np.array_equal(s, b) for s, b in zip(shaded, blocks, strict=True)):
             shades, group = "groups", g
     once = bool(all((row[row > 0] == 1).all() for row in per))
     return Experiment(
@@ -471,7 +471,7 @@ def index_size(counter, count: int = 40, seed: int = 1632) -> Experiment:
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     bufs = []
-    for i in range(count):
+    for _ in range(count):
         width = int(rng.choice([8, 64, 300, 4000, 60000]))
         t = int(rng.integers(1, 2500))
         bufs.append(rng.integers(0, width, size=3 * t))
@@ -503,7 +503,7 @@ def render_state(counter, count: int = 24, seed: int = 7) -> Experiment:
     pad = [np.concatenate([np.zeros(3 * 7, dtype=np.int64), b]) for b in bufs]
     # drawn with the 7 padding triangles as their own draws in front: offset 21 indices
     interleaved = []
-    for pb, b in zip(pad, bufs):
+    for pb, b in zip(pad, bufs, strict=True):
         interleaved += [pb[:21], b]
     off, _, _ = counter.measure(interleaved, V)
     off = off[1::2]
@@ -607,7 +607,7 @@ class ExperimentSuite:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ExperimentSuite":
+    def from_dict(cls, d: dict) -> ExperimentSuite:
         exps = {k: Experiment(**v) for k, v in d["experiments"].items()}
         return cls(d["renderer"], d["vendor"], d["version"], d["date"], exps,
                    d.get("seconds", 0.0))
@@ -662,6 +662,6 @@ def run_experiments(counter=None, only=None, max_indices: int = 3300,
     run("random", random_buffers)
     return ExperimentSuite(
         counter.info["renderer"], counter.info["vendor"], counter.info["version"],
-        datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), out,
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), out,
         time.perf_counter() - t0,
     )

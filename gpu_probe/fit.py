@@ -144,7 +144,7 @@ def reproduce(profile: Profile, suite: ExperimentSuite, stride: int = 1) -> dict
         if not exp.buffers:
             continue
         pred = np.array([predict(np.asarray(b).reshape(-1, 3), V, profile=profile).invocations
-                         for b, V in zip(exp.buffers[::stride], exp.vertex_counts[::stride])],
+                         for b, V in zip(exp.buffers[::stride], exp.vertex_counts[::stride], strict=True)],
                         dtype=np.int64)
         meas = np.asarray(exp.totals[::stride], dtype=np.int64)
         bad = np.nonzero(pred != meas)[0]
@@ -210,7 +210,7 @@ def verify(profile: Profile, counter=None, *, random_count: int = 120, seed: int
         bufs, specs = random_buffer_set(random_count, seed)
         V = max(s[1] for s in specs)
         tot, _, _ = counter.measure_many(bufs, V)
-        for i, (b, (t, w, kind), m) in enumerate(zip(bufs, specs, tot)):
+        for i, (b, (t, _, kind), m) in enumerate(zip(bufs, specs, tot, strict=True)):
             p = predict(b.reshape(-1, 3), V, profile=profile).invocations
             ver.rows.append({"case": f"random#{i}", "kind": f"random-{kind}", "order": "-",
                              "triangles": t, "measured": int(m), "predicted": int(p)})

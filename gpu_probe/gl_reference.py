@@ -132,7 +132,7 @@ class _GL:
         self.prog_plain = self.ctx.program(vertex_shader=_VS_PLAIN, fragment_shader=_FS_PLAIN)
 
     @classmethod
-    def get(cls) -> "_GL":
+    def get(cls) -> _GL:
         """Raises gpu_probe.context.GLUnavailableError when there is no GL 4.3 context."""
         if cls._instance is None:
             cls._instance = cls()
@@ -237,7 +237,7 @@ def _state_runs(frame) -> list[tuple[int, int, bool, bool]]:
     cut = np.flatnonzero(np.diff(key)) + 1
     starts = np.concatenate([[0], cut])
     ends = np.concatenate([cut, [n]])
-    return [(int(s), int(e), bool(dt[s]), bool(dw[s])) for s, e in zip(starts, ends)]
+    return [(int(s), int(e), bool(dt[s]), bool(dw[s])) for s, e in zip(starts, ends, strict=True)]
 
 
 _DEPTH_FUNCS = {"less": "<", "lequal": "<=", "greater": ">", "gequal": ">=", "equal": "==",

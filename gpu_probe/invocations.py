@@ -380,7 +380,7 @@ class Prober:
         ibuf, V = _index_array(flat.reshape(-1, 3) if flat.size else flat.reshape(0, 3),
                                vertex_count, index_dtype)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes else []
-        ranges = list(zip((int(o) for o in offsets), sizes))
+        ranges = list(zip((int(o) for o in offsets), sizes, strict=True))
         return self._draw(ibuf, V, None, ranges, per_vertex=per_vertex, use_query=with_query,
                           discard=discard, varyings=varyings)
 

@@ -24,7 +24,6 @@ form.
 from __future__ import annotations
 
 import warnings
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -262,7 +261,7 @@ def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarr
     return np.ascontiguousarray(tris), int(vertex_count)
 
 
-def predict(triangles, vertex_count: int | None = None, *args, profile: "str | Profile" = "nvidia_gl",
+def predict(triangles, vertex_count: int | None = None, *args, profile: str | Profile = "nvidia_gl",
             return_batches: bool = False, per_vertex: bool = False) -> Prediction:
     """Predict vertex-shader invocations of an index buffer (paper 001, Algorithm 1).
 

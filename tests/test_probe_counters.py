@@ -67,7 +67,7 @@ def test_blind_fit_recovers_simulated_gpu(name, tmp_path, capsys):
 
     count = simulated.SIMULATED[name]
     bufs, specs = random_buffer_set(200, seed=18, max_triangles=3000)
-    for buf, (_, width, _) in zip(bufs, specs):
+    for buf, (_, width, _) in zip(bufs, specs, strict=True):
         want = count(buf.astype(np.uint32), width)
         got = predict(buf.reshape(-1, 3), width, profile=profile, per_vertex=True)
         assert np.array_equal(got.shaded_per_vertex, want), (name, width)

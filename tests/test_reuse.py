@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_batching import LookbackDX, reference_predict
 
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.profiles import Profile, get_profile
 from meshopt_batch.reuse import predict
 from meshopt_batch.reuse_kernels import dx_reach
-from reference_batching import LookbackDX, reference_predict
 
 
 def repeating_012(n_indices):
@@ -168,7 +168,8 @@ LARGE_WINDOWS = [Profile("lru_big", 0, 0, "lru", 40), Profile("fifo_big", 0, 0, 
                  Profile("direct_odd", 30, 12, "direct", 7), Profile("direct_pow2", 0, 0, "direct", 8),
                  Profile("lookback_1", 9, 4, "lookback", 1), Profile("lru_1", 12, 5, "lru", 1),
                  Profile("fifo_16bit", 15, 6, "fifo", 3, True), Profile("lru_16bit", 0, 0, "lru", 4, True),
-                 Profile("direct_16bit", 21, 9, "direct", 5, True), Profile("dx_16bit", 96, 32, "lookback_dx", 44, True)]
+                 Profile("direct_16bit", 21, 9, "direct", 5, True),
+                 Profile("dx_16bit", 96, 32, "lookback_dx", 44, True)]
 
 
 @settings(max_examples=300, deadline=None)
