@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from meshes import shared_mesh_path, shared_meshes_dir  # noqa: E402
+from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.io import load_draws  # noqa: E402
 from meshopt_batch.io.gltf_document import load_document  # noqa: E402
 from meshopt_batch.io.gltf_output import resource_files  # noqa: E402
@@ -189,7 +190,7 @@ def main() -> int:
     for note in same_weld_notes(rows):
         print(note)
     if out_json:
-        out_json.write_text(json.dumps(rows, indent=1))
+        atomic_write(out_json, json.dumps(rows, indent=1))
     return 1 if problems else 0
 
 
