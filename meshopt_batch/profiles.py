@@ -44,6 +44,8 @@ from importlib.resources import files
 from dataclasses import asdict, dataclass, field, replace
 
 from .errors import MeshoptBatchError
+from .limits import check_profile_sizes
+from .profile_file import load_profile_file
 
 MEMORY_KINDS = ("fifo", "lookback", "lookback_dx", "lru", "direct", "groups", "range")
 #: Memory kinds whose invocations do not depend on the triangle order (only on which vertex
@@ -85,6 +87,7 @@ class Profile:
     source: str = ""
 
     def __post_init__(self):
+        check_profile_sizes(self.name, self.max_size, self.max_uniques, self.memory_size)
         if self.memory not in MEMORY_KINDS:
             raise MeshoptBatchError(f"profile {self.name!r}: unknown memory kind {self.memory!r}")
         if self.max_size < 0 or self.max_uniques < 0 or self.memory_size < 1:
@@ -190,11 +193,7 @@ def get_profile(spec: "str | Profile") -> Profile:
             source="classic cache model (Hoppe 1999; Lin & Yu 2006)",
         )
     elif base.endswith(".json"):
-        try:
-            with open(base) as fh:
-                profile = Profile.from_dict(json.load(fh))
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            raise MeshoptBatchError(f"{base}: not a profile file ({exc})") from None
+        profile = load_profile_file(base, Profile)
     else:
         names = ", ".join(list(BUILTIN_PROFILES) + ["fifo:N", "lru:N"])
         raise MeshoptBatchError(f"unknown profile {text!r} (known: {names})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MeshoptBatchError
+from ..limits import check_cache_size as check_size_limit
 from ..reuse import as_index_array
 
 
@@ -21,6 +22,7 @@ def check_cache_size(name: str, cache_size, minimum: int = 3) -> int:
         raise MeshoptBatchError(f"{name}: cache size must be an integer, got {cache_size!r}") from None
     if size != cache_size or size < minimum:
         raise MeshoptBatchError(f"{name}: cache size must be an integer >= {minimum}, got {cache_size!r}")
+    check_size_limit(size, f"{name}: cache size")
     return size
 
 
