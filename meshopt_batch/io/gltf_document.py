@@ -39,6 +39,7 @@ import numpy as np
 
 from .common import Refusal
 from .glb import GLB_MAGIC, decode_data_uri, parse_glb
+from .gltf_schema import validate_document
 
 __all__ = [
     "COMPONENTS_OF_TYPE",
@@ -105,6 +106,7 @@ def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
         if path.suffix.lower() == ".glb":
             raise Refusal("not a GLB file (bad magic)")
         doc, bin_chunk = json.loads(data.decode("utf-8-sig")), None
+    validate_document(doc)
     if not isinstance(doc, dict) or "asset" not in doc:
         raise Refusal("not a glTF 2.0 document (no 'asset')")
     version = str(doc["asset"].get("version", ""))
