@@ -5,7 +5,9 @@ normals, ``f`` faces with ``v``, ``v/vt``, ``v//vn`` or ``v/vt/vn`` corners (neg
 indices count back from the current end), ``\\``-continued lines.  A position used with
 several different ``vt``/``vn`` combinations keeps its index for the first combination
 met; every other combination becomes a copy appended after the file's vertices (warning).
-Polygons are fan-triangulated in place.
+Polygons are fan-triangulated in place.  OBJ declares no counts, so a truncated file cannot
+be told from a whole one; a file that ends without a line end (as a cut file usually does)
+gets a one-line warning.
 
 Writing: ``v`` (with the colour's rgb), ``vt``, ``vn`` and one ``f v/vt/vn`` per triangle
 (``o`` groups when several meshes are written).  What these lines cannot hold exactly (the
@@ -230,6 +232,9 @@ def read_obj(data: bytes, path: Path) -> list[Mesh]:
         arr = arr.astype(dtype).reshape((V, ncomp) if ncomp else V)
         attrs[name] = arr[source]
     tris = polygons_to_triangles(np.asarray(sizes), vertex_of_corner, path)
+    if data[-1:] not in (b"\n", b"\r"):
+        warnings.warn(f"{path}: the file ends without a line end; it may be truncated (OBJ has no "
+                      "counts to check)", stacklevel=3)
     return [Mesh(positions[source], tris, name=path.stem, attributes=attrs,
                  index_dtype=fit_index_dtype(index_dtype, source.size), meta={"source": str(path)})]
 

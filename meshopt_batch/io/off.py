@@ -3,11 +3,18 @@
 Header variants ``[ST][C][N]OFF``: normals (``N``), colours (``C``, 3 or 4 numbers, integer
 0..255 kept as uint8) and texture coordinates (``ST``) follow each vertex's position.
 Polygons are fan-triangulated in place.  ``4OFF``/``nOFF`` and binary OFF are refused.
+
+The counts of the header are checked against the file: fewer vertex or face lines than
+declared (a truncated file), a face line with fewer corners than its count, or lines left
+over after the declared faces (more than the header declares) are refused.  A file that
+ends without a line end gets a warning: its last number may have been cut where no count
+can tell.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +45,12 @@ def read_off(data: bytes, path: Path) -> list[Mesh]:
     rest = head[1:]
     li = 1
     if len(rest) < 2:
+        if len(lines) < 2:
+            raise Refusal("OFF file ends after its header (no counts; truncated?)")
         rest = lines[1].split()
         li = 2
+    if len(rest) < 2 or not all(t.isdigit() for t in rest[:2]):
+        raise Refusal(f"OFF counts line {' '.join(rest)!r}: expected vertex and face counts")
     nv, nf = int(rest[0]), int(rest[1])
     if nv == 0:
         raise Refusal("empty mesh (0 vertices)")
@@ -73,11 +84,19 @@ def read_off(data: bytes, path: Path) -> list[Mesh]:
         raise Refusal(f"OFF file ends after {len(flines)} of {nf} faces")
     if nf == 0:
         raise Refusal(f"no faces: a point cloud ({nv} vertices)")
+    extra = len(lines) - (li + nv + nf)
+    if extra > 0:
+        raise Refusal(f"OFF has {extra} more line(s) after its {nf} faces than its header declares")
+    if data[-1:] not in (b"\n", b"\r"):
+        warnings.warn(f"{path}: the file ends without a line end; its last number may have been cut",
+                      stacklevel=3)
     sizes = np.empty(nf, np.int64)
     corners: list[str] = []
     for i, ln in enumerate(flines):
         tok = ln.split()
         n = int(tok[0])
+        if n < 0:
+            raise Refusal(f"OFF face {i} has a negative corner count {n}")
         if len(tok) < 1 + n:
             raise Refusal(f"OFF face {i} lists {n} corners but has {len(tok) - 1} numbers")
         sizes[i] = n

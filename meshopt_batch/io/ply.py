@@ -5,9 +5,14 @@ The reader keeps the file's vertex and face order.  Vertex properties become att
 coordinates, ``red green blue [alpha]`` the colour; ``name_0 .. name_k`` (k >= 1,
 consecutive) one ``(V, k + 1)`` attribute; any other property its own 1-D attribute.  Faces
 are read from ``vertex_indices`` (or ``vertex_index``); polygons are fan-triangulated in
-place; other face properties are ignored (warning) and elements after ``vertex`` and
-``face`` are not read.  The index type is 16-bit when the face list's index type is at most
-16 bits wide.
+place; other face properties and other elements are ignored (warning for face properties).
+The index type is 16-bit when the face list's index type is at most 16 bits wide.
+
+Every element is read, so the file's length is checked against its header: data missing for
+a declared count (a truncated file) or left over after the last element (more than the
+header declares; trailing white space and zero bytes aside) is refused.  An ascii file that
+ends without a line end gets a warning: its last number may have been cut where no count can
+tell.
 
 References
 ----------
@@ -39,12 +44,18 @@ _PLY_NAMES = {"i1": "char", "u1": "uchar", "i2": "short", "u2": "ushort",
 _PLY_UV_PAIRS = (("s", "t"), ("u", "v"), ("texture_u", "texture_v"), ("texture_s", "texture_t"))
 
 
+def _ply_type(name: str, line: str) -> str:
+    if name not in _PLY_TYPES:
+        raise Refusal(f"PLY header line {line.strip()!r}: unknown property type {name!r}")
+    return _PLY_TYPES[name]
+
+
 def _ply_header(data: bytes) -> tuple[str, list[dict], int]:
     if not data.startswith(b"ply"):
         raise Refusal("not a PLY file (no 'ply' magic)")
     end = re.search(rb"end_header[ \t]*\r?\n", data)
     if end is None:
-        raise Refusal("PLY header has no end_header")
+        raise Refusal("PLY header has no end_header (truncated?)")
     header = data[: end.start()].decode("ascii", errors="replace").splitlines()
     fmt = None
     elements: list[dict] = []
@@ -52,22 +63,43 @@ def _ply_header(data: bytes) -> tuple[str, list[dict], int]:
         tok = line.split()
         if not tok or tok[0] in ("comment", "obj_info"):
             continue
-        if tok[0] == "format":
+        if tok[0] == "format" and len(tok) >= 2:
             fmt = tok[1]
-        elif tok[0] == "element":
+        elif tok[0] == "element" and len(tok) == 3:
+            if not tok[2].isdigit():
+                raise Refusal(f"PLY header line {line.strip()!r}: expected a count of 0 or more")
             elements.append({"name": tok[1], "count": int(tok[2]), "props": []})
-        elif tok[0] == "property":
+        elif tok[0] == "property" and len(tok) >= 3:
             if not elements:
                 raise Refusal("PLY property before any element")
-            if tok[1] == "list":
-                elements[-1]["props"].append((tok[4], _PLY_TYPES[tok[2]], _PLY_TYPES[tok[3]]))
+            if tok[1] == "list" and len(tok) == 5:
+                elements[-1]["props"].append((tok[4], _ply_type(tok[2], line), _ply_type(tok[3], line)))
+            elif tok[1] != "list" and len(tok) == 3:
+                elements[-1]["props"].append((tok[2], _ply_type(tok[1], line), None))
             else:
-                elements[-1]["props"].append((tok[2], _PLY_TYPES[tok[1]], None))
+                raise Refusal(f"unexpected PLY header line {line.strip()!r}")
         else:
             raise Refusal(f"unexpected PLY header line {line.strip()!r}")
     if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
         raise Refusal(f"unknown PLY format {fmt!r}")
+    for el in elements:
+        if not el["props"] and el["count"]:
+            raise Refusal(f"PLY element {el['name']!r} has no properties")
     return fmt, elements, end.end()
+
+
+def _check_room(el: dict, have: int, fmt: str) -> None:
+    """Refuse an element whose count cannot fit in what is left of the file (before any
+    allocation by that count): each record takes at least one number (ascii) or its fixed
+    bytes (binary)."""
+    if fmt == "ascii":
+        least = len(el["props"])
+    else:
+        least = sum(np.dtype(t).itemsize for _name, t, _lt in el["props"])
+    if el["count"] * least > have:
+        unit = "numbers" if fmt == "ascii" else "bytes"
+        raise Refusal(f"PLY data ends inside element {el['name']!r}: {el['count']} records need at "
+                      f"least {el['count'] * least} {unit}, {have} left (truncated?)")
 
 
 def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -> tuple[dict, int]:
@@ -78,7 +110,7 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
         dt = np.dtype([(f"p{i}", endian + p[1]) for i, p in enumerate(props)])
         need = dt.itemsize * count
         if pos + need > len(buf):
-            raise Refusal(f"PLY data ends inside element {el['name']!r}")
+            raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
         rec = np.frombuffer(buf, dtype=dt, count=count, offset=pos)
         return {p[0]: rec[f"p{i}"] for i, p in enumerate(props)}, pos + need
     # Fast path: every list has the same length as the first record's.
@@ -89,7 +121,7 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
             off += np.dtype(t).itemsize
         else:
             if off + np.dtype(t).itemsize > len(buf):
-                raise Refusal(f"PLY data ends inside element {el['name']!r}")
+                raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
             n = int(np.frombuffer(buf, dtype=endian + t, count=1, offset=off)[0]) if count else 0
             sizes0.append(n)
             off += np.dtype(t).itemsize + n * np.dtype(lt).itemsize
@@ -133,7 +165,7 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
     for _ in range(count):
         for name, tdt, ldt in readers:
             if pos + tdt.itemsize > len(buf):
-                raise Refusal(f"PLY data ends inside element {el['name']!r}")
+                raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
             v = np.frombuffer(buf, dtype=tdt, count=1, offset=pos)[0]
             pos += tdt.itemsize
             if ldt is None:
@@ -141,7 +173,7 @@ def _ply_read_binary_element(buf: memoryview, pos: int, el: dict, endian: str) -
             else:
                 n = int(v)
                 if n < 0 or pos + n * ldt.itemsize > len(buf):
-                    raise Refusal(f"PLY data ends inside element {el['name']!r}")
+                    raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
                 chunks[name].append(np.frombuffer(buf, dtype=ldt, count=n, offset=pos))
                 sizes[name].append(n)
                 pos += n * ldt.itemsize
@@ -165,7 +197,7 @@ def _ply_walk_list(buf: memoryview, pos: int, count: int, tdt: np.dtype, ldt: np
     off = pos
     for i in range(count):
         if off + cs > end:
-            raise Refusal(f"PLY data ends inside element {what!r}")
+            raise Refusal(f"PLY data ends inside element {what!r} (truncated?)")
         n = buf[off] if cs == 1 else int.from_bytes(buf[off : off + cs], order, signed=tdt.kind == "i")
         if n < 0:
             raise Refusal(f"negative list length in element {what!r}")
@@ -173,7 +205,7 @@ def _ply_walk_list(buf: memoryview, pos: int, count: int, tdt: np.dtype, ldt: np
         starts[i] = off + cs
         off += cs + n * isz
     if off > end:
-        raise Refusal(f"PLY data ends inside element {what!r}")
+        raise Refusal(f"PLY data ends inside element {what!r} (truncated?)")
     within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     byte_at = np.repeat(starts, sizes) + within * isz
     raw = np.frombuffer(buf, np.uint8)[byte_at[:, None] + np.arange(isz)]
@@ -186,7 +218,7 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
     if all(p[2] is None for p in props):
         k = len(props)
         if pos + k * count > len(tokens):
-            raise Refusal(f"PLY data ends inside element {el['name']!r}")
+            raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
         block = np.array(tokens[pos : pos + k * count], dtype=np.float64).reshape(count, k)
         cols = {p[0]: block[:, i].astype(p[1]) for i, p in enumerate(props)}
         return cols, pos + k * count
@@ -198,6 +230,8 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
             off += 1
         else:
             n = int(tokens[off]) if count else 0
+            if n < 0:
+                raise Refusal(f"negative list length in element {el['name']!r}")
             n_first.append(n)
             off += 1 + n
     rec_len = off - pos
@@ -240,10 +274,12 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
                 pos += 1
             else:
                 n = int(tokens[pos])
+                if n < 0:
+                    raise Refusal(f"negative list length in element {el['name']!r}")
                 sizes[name].append(n)
                 flat[name].extend(tokens[pos + 1 : pos + 1 + n])
                 if pos + 1 + n > len(tokens):
-                    raise Refusal(f"PLY data ends inside element {el['name']!r}")
+                    raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
                 pos += 1 + n
     cols = {}
     for name, t, lt in props:
@@ -255,6 +291,21 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
                 np.asarray(np.array(flat[name], dtype=np.float64), dtype=lt),
             )
     return cols, pos
+
+
+def _check_end(data: bytes, tokens: list | None, pos: int, last: str, path: Path) -> None:
+    """Refuse data after the last element the header declares; warn when an ascii file ends
+    without a line end (its last number may have been cut without any count noticing)."""
+    if tokens is not None:
+        if pos < len(tokens):
+            raise Refusal(f"PLY has {len(tokens) - pos} more numbers after its last element {last!r} "
+                          "than its header declares")
+        if data and data[-1:] not in (b"\n", b"\r"):
+            warnings.warn(f"{path}: the file ends without a line end; its last number may have "
+                          "been cut", stacklevel=4)
+    elif data[pos:].strip(b" \t\r\n\x00"):
+        raise Refusal(f"PLY has {len(data) - pos} more bytes after its last element {last!r} "
+                      "than its header declares")
 
 
 def _ply_vertex_attributes(cols: dict, order: list[str], path: Path) -> dict[str, np.ndarray]:
@@ -306,13 +357,14 @@ def read_ply(data: bytes, path: Path) -> list[Mesh]:
     pos = start if tokens is None else 0
     cols_by_el: dict[str, tuple[dict, list]] = {}
     for el in elements:
-        if "vertex" in cols_by_el and "face" in cols_by_el:
-            break
         if tokens is None:
+            _check_room(el, len(buf) - pos, fmt)
             cols, pos = _ply_read_binary_element(buf, pos, el, endian)
         else:
+            _check_room(el, len(tokens) - pos, fmt)
             cols, pos = _ply_read_ascii_element(tokens, pos, el)
-        cols_by_el[el["name"]] = (cols, [p[0] for p in el["props"]])
+        cols_by_el.setdefault(el["name"], (cols, [p[0] for p in el["props"]]))
+    _check_end(data, tokens, pos, elements[-1]["name"], path)
     vcols, vorder = cols_by_el["vertex"]
     vcount = elements[names.index("vertex")]["count"]
     if vcount == 0:
