@@ -5,9 +5,13 @@ text) or :func:`atomic_path` (for writers that want a path, such as ``pandas.to_
 ``matplotlib.savefig``).  The data is written to a temporary file beside the target and moved
 over it with :func:`os.replace`, so a reader sees the old file or the new one, never half of one.
 
-Temporary files are named ``.<target name>.meshopt-batch-<random>.tmp``.  A process killed
-while writing leaves at most that one file; the next write of the same target removes every
-stale temporary of its own name before it starts (:func:`remove_stale_temporaries`).
+Temporary files are named ``.<target name>.meshopt-batch-<pid>-<random>.tmp``.  A process
+killed while writing leaves at most that one file; the next write of the same target removes
+every stale temporary of its own name before it starts (:func:`remove_stale_temporaries`):
+those of processes that are no longer running (a temporary of a live process, another run
+writing the same file at the same time, is left to it).  Files that must appear together (a
+run's images) are written into one staging folder, ``.meshopt-batch-<pid>-<random>.tmp``
+inside their folder, with the same rule for stale ones (:func:`staging_directory`).
 
 The written file gets the permissions a plain ``open()`` would give (``0o666 & ~umask``),
 not ``mkstemp``'s ``0o600``.  A target that is a symbolic link is written through the link
@@ -18,13 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import MeshoptBatchError
 
-__all__ = ["TEMP_MARK", "atomic_path", "atomic_write", "remove_stale_temporaries", "resolve_target"]
+__all__ = ["TEMP_MARK", "atomic_path", "atomic_write", "remove_stale_temporaries", "resolve_target",
+           "staging_directory"]
 
 #: The part of a temporary file's name that marks it as ours.
 TEMP_MARK = ".meshopt-batch-"
@@ -49,8 +55,29 @@ def _temp_prefix(target: Path) -> str:
     return f".{target.name}{TEMP_MARK}"
 
 
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return True
+
+
+def _stale(name: str, prefix: str) -> bool:
+    """Whether ``name`` is one of our temporaries with ``prefix`` whose writer is gone (a name
+    without a process id, as older versions wrote, counts as gone)."""
+    if not (name.startswith(prefix) and name.endswith(_TEMP_SUFFIX)):
+        return False
+    pid, sep, _rest = name[len(prefix):].partition("-")
+    return not (sep and pid.isdigit() and int(pid) != os.getpid() and _process_alive(int(pid)))
+
+
 def remove_stale_temporaries(target: str | os.PathLike) -> int:
-    """Remove temporaries left by an earlier, interrupted write of ``target``; returns how many."""
+    """Remove temporaries left by earlier, interrupted writes of ``target``; returns how many."""
     target = Path(target)
     directory = target.parent if str(target.parent) else Path(".")
     prefix = _temp_prefix(target)
@@ -60,11 +87,24 @@ def remove_stale_temporaries(target: str | os.PathLike) -> int:
     except OSError:
         return 0
     for entry in entries:
-        if entry.name.startswith(prefix) and entry.name.endswith(_TEMP_SUFFIX):
+        if _stale(entry.name, prefix):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed += 1
     return removed
+
+
+def staging_directory(directory: str | os.PathLike) -> Path:
+    """A new hidden folder inside ``directory`` for files that must appear together; the
+    caller moves them out (:func:`os.replace`) when all are written and removes the folder.
+    Staging folders of earlier runs that were killed are removed first."""
+    directory = Path(directory)
+    prefix = TEMP_MARK
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if _stale(entry.name, prefix) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", suffix=_TEMP_SUFFIX, dir=directory))
 
 
 @contextlib.contextmanager
@@ -82,7 +122,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise MeshoptBatchError(f"{path}: directory {directory} does not exist")
     remove_stale_temporaries(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=_TEMP_SUFFIX, dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(target)}{os.getpid()}-", suffix=_TEMP_SUFFIX,
+                                   dir=directory)
     except OSError as exc:
         raise MeshoptBatchError(f"{path}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -34,6 +33,9 @@ from PIL import Image
 from tqdm import tqdm
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.files import staging_directory
+from meshopt_batch.limits import check_frames as check_frame_range
+from meshopt_batch.limits import check_screen, check_tile
 from meshopt_batch.optimizers import Method, get_method
 from meshopt_batch.profiles import Profile, get_profile
 
@@ -284,17 +286,9 @@ def simulate(scene: "str | Path | Scene | dict",
     method_obj = get_method(method) if method is not None else None
     prof = get_profile(profile)
     sc = load_scene(scene)
-    n_frames = int(frames if frames is not None else sc.frames)
-    if n_frames < 1:
-        raise MeshoptBatchError("frames must be at least 1")
-    if first_frame < 0:
-        raise MeshoptBatchError("first frame must be >= 0")
-    W = int(width or sc.width)
-    H = int(height or sc.height)
-    if W < 1 or H < 1:
-        raise MeshoptBatchError(f"bad screen size {W}x{H}")
-    if tile < 1 or tile & (tile - 1):
-        raise MeshoptBatchError(f"tile size must be a power of two, got {tile}")
+    n_frames, first_frame = check_frame_range(frames if frames is not None else sc.frames, first_frame)
+    W, H = check_screen(width or sc.width, height or sc.height)
+    tile = check_tile(tile)
     cost_table = _stats.load_costs(costs)
     opts = technique_options or {}
     techs = []
@@ -321,7 +315,7 @@ def simulate(scene: "str | Path | Scene | dict",
     if images_dir is not None:
         final_dir = Path(images_dir)
         final_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=final_dir))
+        staging = staging_directory(final_dir)
 
     result = SimulationResult(scene=sc.name, frames=n_frames, first_frame=first_frame, width=W,
                               height=H, tile=tile, techniques=names,

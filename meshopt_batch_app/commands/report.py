@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from meshopt_batch.limits import check_frames
+
 from ..options import deprecated_alias, split_values
 
 
@@ -51,6 +53,8 @@ def run(args) -> int:
     from ..report.build import build_report  # lazy: as above
     from ..report.scope import get_scope  # lazy: as above
 
+    if args.frames is not None:
+        check_frames(args.frames, 0, "--frames")
     meshes, scenes = split_values(args.mesh), split_values(args.scene)
     scope = get_scope(args.scope, meshes=meshes, scenes=scenes, frames=args.frames)
     for s in scenes or []:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.files import atomic_path
+from meshopt_batch.limits import check_frames, check_screen_side, check_tile
 
 from ..options import add_method, add_profile, add_technique, deprecated_alias, split_values
 
@@ -85,8 +86,11 @@ def run(args) -> int:
         raise MeshoptBatchError("simulate: give a SCENE (a shipped scene name, a scene file) or --list")
     from pipeline_model.pipeline import simulate  # lazy: the pipeline model loads only here
 
-    if args.frames is not None and args.frames < 1:
-        raise MeshoptBatchError("--frames must be at least 1")
+    check_frames(1 if args.frames is None else args.frames, args.first_frame, "--frames", "--first-frame")
+    for value, option in ((args.width, "--width"), (args.height, "--height")):
+        if value is not None:
+            check_screen_side(value, option)
+    check_tile(args.tile, "--tile")
     if args.csv:
         parent = Path(args.csv).parent
         if str(parent) and not parent.is_dir():

@@ -5,6 +5,11 @@ its mesh is the node's geometry in object space (read by name, see
 :mod:`pipeline_model.scene.mesh_resolution`) and its world matrix becomes the object's
 placement (:func:`~pipeline_model.scene.animation.placement_from_matrix`).
 
+The document is checked first (:func:`meshopt_batch.io.gltf_schema.check_gltf_file`: types,
+references, node transforms finite and within float32's range, with the JSON pointer of a
+bad value), and a node whose world transform takes its mesh out of float32's range is
+refused by name.
+
 References
 ----------
 .. [1] Khronos, glTF 2.0 specification, "Transformations": a node's local matrix (or
@@ -18,6 +23,10 @@ from typing import Any
 
 import numpy as np
 import trimesh
+
+from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.io.gltf_schema import check_gltf_file
+from meshopt_batch.limits import FLOAT32_MAX
 
 from .animation import placement_from_matrix
 from .camera import Camera
@@ -37,6 +46,10 @@ def load_gltf_scene(path: str | Path, frames: int = 60, camera: Camera | dict | 
     ``camera`` is given."""
     path = Path(path)
     try:
+        check_gltf_file(path)
+    except MeshoptBatchError as exc:
+        raise SceneError(str(exc)) from None
+    try:
         sc = trimesh.load(str(path), force="scene", process=False, maintain_order=True)
     except Exception as exc:  # noqa: BLE001 - trimesh's loaders raise assorted types on a broken file
         raise SceneError(f"{path}: cannot load glTF ({exc})") from None
@@ -50,7 +63,11 @@ def load_gltf_scene(path: str | Path, frames: int = 60, camera: Camera | dict | 
         if not hasattr(g, "faces") or len(g.faces) == 0:
             continue
         tf = np.asarray(tf, np.float64)
-        p = np.asarray(g.vertices, np.float64) @ tf[:3, :3].T + tf[:3, 3]
+        with np.errstate(over="ignore", invalid="ignore"):
+            p = np.asarray(g.vertices, np.float64) @ tf[:3, :3].T + tf[:3, 3]
+        if not (np.isfinite(tf).all() and np.isfinite(p).all() and np.abs(p).max(initial=0) <= FLOAT32_MAX):
+            raise SceneError(f"{path}: node {node!r}: its world transform takes the mesh {gname!r} out of "
+                             "float32's range (scales or translations too large)")
         lo, hi = np.minimum(lo, p.min(0)), np.maximum(hi, p.max(0))
         mname = f"{path.stem}:{gname}"
         # the mesh is the file's geometry in object space; the node transform becomes the

@@ -11,14 +11,21 @@ A ``MESH`` entry (see :mod:`pipeline_model.scene.schema`) names one source:
   name through trimesh, for :func:`~pipeline_model.scene.gltf.load_gltf_scene`);
 * ``merge``: a static batch, the parts placed and baked into one index buffer.
 
-A ``shared`` or ``file`` mesh that is absent, or a ``library`` name with no generator, is
-replaced by the entry's ``fallback`` (default a sphere) and named in the caller's
-``fallbacks`` list; nothing else falls back silently.  Every mesh leaves with ``normal`` and
-``uv`` attributes (computed when the source has none).
+A ``shared`` or ``file`` mesh that is absent is replaced by the entry's ``fallback`` (default
+a sphere) and named in the caller's ``fallbacks`` list; nothing else falls back (a
+``library`` or ``shape`` name that does not exist is an error).  Every mesh leaves with
+``normal`` and ``uv`` attributes (computed when the source has none).
+
+:func:`check_mesh_spec` checks an entry, its fallbacks and merge parts whole before anything
+is built: keys, types, generator parameters (names from the generator's signature, whole
+numbers where the default is one) and the size a generator would make, which must stay
+within :data:`~meshopt_batch.limits.MAX_GENERATED_TRIANGLES` (``{"library": "icosphere",
+"subdiv": 12}`` would be 335 M triangles).
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +35,16 @@ import trimesh
 import meshes
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import load_mesh, load_meshes
+from meshopt_batch.json_values import describe
+from meshopt_batch.limits import LimitError, check_generated_triangles
 from meshopt_batch.mesh import Mesh, concatenate
 from meshopt_batch.transform import transform_mesh
 
 from .. import shapes
 from .animation import model_matrix
-from .schema import SceneError, check_keys, integer, number, vector, where
+from .schema import SceneError, boolean, check_keys, integer, number, string, vector, where
 
-__all__ = ["LIBRARY_GENERATORS", "resolve_mesh"]
+__all__ = ["GENERATED_TRIANGLES", "LIBRARY_GENERATORS", "check_mesh_spec", "resolve_mesh"]
 
 #: ``{"library": NAME, ...params}`` meshes: the :mod:`meshes` package's generators by name.
 LIBRARY_GENERATORS = {
@@ -46,6 +55,141 @@ LIBRARY_GENERATORS = {
     "torus": meshes.torus,
     "uv_sphere": meshes.uv_sphere,
 }
+
+
+#: Triangles a generator makes (an upper bound) from its bound arguments.
+GENERATED_TRIANGLES = {
+    ("shape", "box"): lambda a: 4 * sum(x * y for x, y in ((a[0], a[1]), (a[1], a[2]), (a[0], a[2]))),
+    ("shape", "plane"): lambda a: 2 * a[0] * a[1],
+    ("shape", "quad"): lambda a: 2 * a[0] * a[1],
+    ("shape", "sphere"): lambda a: 2 * a[0] * a[1],
+    ("shape", "cylinder"): lambda a: 2 * a[0] * a[1] + 2 * a[0],
+    ("shape", "cone"): lambda a: 2 * a[0],
+    ("shape", "torus"): lambda a: 2 * a[0] * a[1],
+    ("library", "cube"): lambda a: 12,
+    ("library", "grid"): lambda a: 2 * a[0] * a[1],
+    ("library", "icosphere"): lambda a: 20 * 4 ** min(a[0], 64),
+    ("library", "random_soup"): lambda a: a[0],
+    ("library", "torus"): lambda a: 2 * a[0] * a[1],
+    ("library", "uv_sphere"): lambda a: 2 * a[0] * a[1],
+}
+_MODIFIERS = ("shuffle", "normalize", "mesh", "gltf_geometry", "fallback")
+_SOURCES = ("shape", "library", "shared", "file", "merge")
+
+
+def _as_dict(spec: Any, ctx: str) -> dict:
+    """A ``MESH`` entry in its object form (a string is a shape, ``shared:NAME`` or a file)."""
+    if isinstance(spec, str):
+        if spec.startswith("shared:"):
+            return {"shared": spec[len("shared:"):]}
+        return {"shape": spec} if spec in shapes.SHAPES else {"file": spec}
+    if not isinstance(spec, dict):
+        raise SceneError(f"{ctx}: expected a shape name, a file name or a MESH object, got {describe(spec)}")
+    return spec
+
+
+def _generator(kind: str, name: Any, ctx: str):
+    """``(table kind, generator)`` of a ``shape`` or ``library`` name (a library name may be a
+    shape)."""
+    if not isinstance(name, str):
+        raise SceneError(f"{ctx}.{kind}: expected a name, got {describe(name)}")
+    if kind == "library" and name in LIBRARY_GENERATORS:
+        return "library", LIBRARY_GENERATORS[name]
+    if name in shapes.SHAPES:
+        return "shape", shapes.SHAPES[name]
+    known = ", ".join(sorted(LIBRARY_GENERATORS) + sorted(shapes.SHAPES)) if kind == "library" \
+        else ", ".join(shapes.SHAPES)
+    raise SceneError(f"{ctx}.{kind}: unknown {kind} mesh {name!r} (known: {known})")
+
+
+def _check_parameters(kind: str, name: str, generator, params: dict, ctx: str) -> None:
+    """Parameter names, types and the size of the mesh they would make."""
+    signature = inspect.signature(generator)
+    for key, value in params.items():
+        pctx = where(ctx, key)
+        if key not in signature.parameters:
+            raise SceneError(f"{pctx}: unknown parameter of {kind} {name!r} (known: "
+                             f"{', '.join(signature.parameters) or 'none'})")
+        default = signature.parameters[key].default
+        if isinstance(default, float):
+            number(value, pctx)
+        elif key == "divisions" and isinstance(value, list):
+            vector(value, pctx, 3)
+            for i, x in enumerate(value):
+                integer(x, where(pctx, i))
+        elif not (default is None and value is None):
+            integer(value, pctx)
+    bound = signature.bind(**params)
+    bound.apply_defaults()
+    counts = []
+    for key, value in bound.arguments.items():
+        default = signature.parameters[key].default
+        if isinstance(value, list):
+            counts += [max(1, int(x)) for x in value]
+        elif value is None:
+            counts.append(counts[0] if counts else 1)
+        elif not isinstance(default, float):
+            counts.append(max(1, int(value)))
+    if key_counts := GENERATED_TRIANGLES.get((kind, name)):
+        if name == "box" and len(counts) == 1:
+            counts = counts * 3
+        try:
+            check_generated_triangles(key_counts(counts), f"{ctx}: {kind} {name!r}")
+        except LimitError as exc:
+            raise SceneError(str(exc)) from None
+
+
+def check_mesh_spec(spec: Any, ctx: str = "mesh") -> None:
+    """Check a ``MESH`` entry (its fallbacks and merge parts too) without building anything.
+
+    Raises
+    ------
+    SceneError
+        One line naming the place: a wrong type, an unknown key, shape, generator or
+        parameter, or a generated mesh over the size limit.
+    """
+    d = _as_dict(spec, ctx)
+    kinds = [k for k in _SOURCES if k in d]
+    if len(kinds) != 1:
+        raise SceneError(f"{ctx}: give exactly one of shape, library, shared, file, merge")
+    kind = kinds[0]
+    if "shuffle" in d:
+        integer(d["shuffle"], where(ctx, "shuffle"), 0)
+    if "normalize" in d:
+        boolean(d["normalize"], where(ctx, "normalize"))
+    if "mesh" in d:
+        integer(d["mesh"], where(ctx, "mesh"), 0)
+    if "gltf_geometry" in d:
+        string(d["gltf_geometry"], where(ctx, "gltf_geometry"))
+    if "fallback" in d:
+        check_mesh_spec(d["fallback"], where(ctx, "fallback"))
+    rest = {k: v for k, v in d.items() if k not in _MODIFIERS and k != kind}
+    if kind in ("shape", "library"):
+        table, generator = _generator(kind, d[kind], ctx)
+        params = rest.pop("params", {})
+        if not isinstance(params, dict):
+            raise SceneError(f"{ctx}.params: expected an object, got {describe(params)}")
+        _check_parameters(table, d[kind], generator, {**params, **rest}, ctx)
+        return
+    if rest:
+        raise SceneError(f"{ctx}: unknown key {sorted(rest)[0]!r}")
+    if kind in ("shared", "file"):
+        string(d[kind], where(ctx, kind))
+        return
+    parts = d["merge"]
+    if not isinstance(parts, list) or not parts:
+        raise SceneError(f"{ctx}.merge: expected a non-empty list of parts, got {describe(parts)}")
+    for i, part in enumerate(parts):
+        pctx = where(where(ctx, "merge"), i)
+        check_keys(part, ("mesh", "position", "rotation", "scale"), pctx)
+        if "mesh" not in part:
+            raise SceneError(f"{pctx}: missing 'mesh'")
+        check_mesh_spec(part["mesh"], where(pctx, "mesh"))
+        for key in ("position", "rotation"):
+            if key in part:
+                vector(part[key], where(pctx, key))
+        if "scale" in part:
+            vector(part["scale"], where(pctx, "scale"))
 
 
 def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
@@ -63,55 +207,28 @@ def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
     fallbacks : list, optional
         Receives ``"KIND:NAME"`` for every absent source replaced by its fallback.
     """
-    if isinstance(spec, str):
-        if spec.startswith("shared:"):
-            spec = {"shared": spec[len("shared:"):]}
-        elif spec in shapes.SHAPES:
-            spec = {"shape": spec}
-        else:
-            spec = {"file": spec}
-    if not isinstance(spec, dict):
-        raise SceneError(f"{ctx}: expected a shape name or an object, got {spec!r}")
-    spec = dict(spec)
+    check_mesh_spec(spec, ctx)
+    spec = dict(_as_dict(spec, ctx))
     shuffle = spec.pop("shuffle", None)
     normalize = spec.pop("normalize", False)
     which = spec.pop("mesh", None)
     geometry = spec.pop("gltf_geometry", None)
     fallback = spec.pop("fallback", {"shape": "sphere"})
-    kinds = [k for k in ("shape", "library", "shared", "file", "merge") if k in spec]
-    if len(kinds) != 1:
-        raise SceneError(f"{ctx}: give exactly one of shape, library, shared, file, merge")
-    kind = kinds[0]
+    kind = next(k for k in _SOURCES if k in spec)
     if kind == "merge":
-        parts = spec.pop("merge")
-        if spec:
-            raise SceneError(f"{ctx}: unknown key {sorted(spec)[0]!r}")
-        mesh = _merge_parts(parts, base_dir, where(ctx, "merge"), fallbacks)
+        mesh = _merge_parts(spec.pop("merge"), base_dir, where(ctx, "merge"), fallbacks)
         if normalize:
             mesh = _normalize(mesh)
         if shuffle is not None:
-            mesh = shapes.shuffle_triangles(mesh, integer(shuffle, where(ctx, "shuffle"), 0))
+            mesh = shapes.shuffle_triangles(mesh, int(shuffle))
         return mesh
     src = spec.pop(kind)
-    params = spec.pop("params", {})
-    if kind in ("shape", "library"):
-        params = {**params, **spec}
-        spec = {}
-    if spec:
-        raise SceneError(f"{ctx}: unknown key {sorted(spec)[0]!r}")
-    if not isinstance(params, dict):
-        raise SceneError(f"{ctx}.params: expected an object")
+    params = {**spec.pop("params", {}), **spec} if kind in ("shape", "library") else {}
     mesh: Mesh | None = None
     if kind == "shape":
         mesh = _shape(src, params, ctx)
     elif kind == "library":
-        mesh = _library_mesh(src, params, ctx)
-        if mesh is None and src in shapes.SHAPES:
-            mesh = _shape(src, params, ctx)
-        if mesh is None:
-            if fallbacks is not None:
-                fallbacks.append(f"library:{src}")
-            return resolve_mesh(fallback, base_dir, where(ctx, "fallback"), fallbacks)
+        mesh = _library_mesh(src, params, ctx) if src in LIBRARY_GENERATORS else _shape(src, params, ctx)
     else:
         if kind == "shared":
             path = meshes.shared_mesh_path(str(src))
@@ -146,11 +263,9 @@ def _shape(name: str, params: dict, ctx: str) -> Mesh:
         raise SceneError(f"{ctx}: {exc}") from None
 
 
-def _library_mesh(name: str, params: dict, ctx: str) -> Mesh | None:
-    """The :mod:`meshes` generator ``name`` run with ``params``; None when there is none."""
-    generator = LIBRARY_GENERATORS.get(name)
-    if generator is None:
-        return None
+def _library_mesh(name: str, params: dict, ctx: str) -> Mesh:
+    """The :mod:`meshes` generator ``name`` run with ``params``."""
+    generator = LIBRARY_GENERATORS[name]
     try:
         return generator(**params)
     except (TypeError, ValueError) as exc:     # an unknown or out-of-range parameter
@@ -164,8 +279,8 @@ def _load_mesh_file(path: Path, which: int | None, ctx: str) -> Mesh:
         if which is None:
             return load_mesh(path)
         parts = load_meshes(path)
-    except MeshoptBatchError as exc:           # io's MeshError: a broken file is a user error
-        raise SceneError(f"{ctx}: cannot load {path}: {exc}") from None
+    except MeshoptBatchError as exc:           # io's MeshError names the file and the problem
+        raise SceneError(f"{ctx}: {exc}") from None
     if not 0 <= which < len(parts):
         raise SceneError(f"{path}: mesh index {which} out of range ({len(parts)} meshes)")
     return parts[which]

@@ -20,13 +20,15 @@ from typing import Any
 import numpy as np
 
 from meshopt_batch.files import atomic_write
+from meshopt_batch.json_values import describe
+from meshopt_batch.limits import MAX_FRAMES, MAX_SCREEN_SIDE
 from meshopt_batch.mesh import Mesh
 
 from .. import shapes
 from .animation import Animation, model_matrix
 from .camera import Camera
-from .mesh_resolution import resolve_mesh
-from .schema import ORDERS, RenderState, SceneError, check_keys, choice, integer, vector, where
+from .mesh_resolution import check_mesh_spec, resolve_mesh
+from .schema import ORDERS, RenderState, SceneError, check_keys, choice, integer, string, vector, where
 
 __all__ = ["Draw", "FrameSpec", "Layer", "Scene", "SceneObject"]
 
@@ -125,6 +127,8 @@ class FrameSpec:
     cut: bool = False     # first frame after a camera cut (the scene's "cuts")
 
 
+#: Name prefix of the meshes written inline in an object (``"mesh": {...}``).
+_INLINE = "__inline_"
 _SCENE_KEYS = ("name", "description", "frames", "width", "height", "clear", "seed", "light",
                "camera", "cuts", "meshes", "materials", "layers", "objects")
 
@@ -163,14 +167,15 @@ class Scene:
         check_keys(d, _SCENE_KEYS, ctx)
         if "objects" not in d or not isinstance(d["objects"], list):
             raise SceneError("scene: 'objects' must be a list of draw calls")
-        kw: dict[str, Any] = {"name": str(d.get("name", source and Path(source).stem or "scene"))}
+        kw: dict[str, Any] = {"name": string(d["name"], "name") if "name" in d
+                              else (source and Path(source).stem or "scene")}
         if "description" in d:
-            kw["description"] = str(d["description"])
+            kw["description"] = string(d["description"], "description")
         if "frames" in d:
-            kw["frames"] = integer(d["frames"], "frames", 1)
+            kw["frames"] = integer(d["frames"], "frames", 1, MAX_FRAMES)
         for k in ("width", "height"):
             if k in d:
-                kw[k] = integer(d[k], k, 1)
+                kw[k] = integer(d[k], k, 1, MAX_SCREEN_SIDE)
         if "clear" in d:
             kw["clear"] = vector(d["clear"], "clear", 3, 0.0, 1.0)
         if "seed" in d:
@@ -187,7 +192,9 @@ class Scene:
             kw["cuts"] = tuple(sorted({integer(c, f"cuts[{i}]", 1) for i, c in enumerate(d["cuts"])}))
         meshes = d.get("meshes", {})
         if not isinstance(meshes, dict):
-            raise SceneError("meshes: expected an object of name -> mesh")
+            raise SceneError(f"meshes: expected an object of name -> mesh, got {describe(meshes)}")
+        for name, spec in meshes.items():
+            check_mesh_spec(spec, f"meshes.{name}")
         kw["meshes"] = copy.deepcopy(meshes)
         mats_raw = d.get("materials", {})
         check_keys(mats_raw, list(mats_raw) if isinstance(mats_raw, dict) else [], "materials")
@@ -207,19 +214,20 @@ class Scene:
                 raise SceneError(f"{oc}: missing 'mesh'")
             mesh = o["mesh"]
             if not isinstance(mesh, str):
+                check_mesh_spec(mesh, f"{oc}.mesh")
                 # an inline mesh spec: register it under a generated name
-                mname = f"__inline_{i}"
+                mname = f"{_INLINE}{i}"
                 kw["meshes"][mname] = copy.deepcopy(mesh)
                 mesh = mname
             elif mesh not in kw["meshes"] and not (mesh in shapes.SHAPES or mesh.startswith("shared:")):
                 raise SceneError(f"{oc}.mesh: unknown mesh {mesh!r} (not in 'meshes' and not a shape)")
             layer = o.get("layer", "default" if "layers" not in d else kw["layers"][0].name)
-            if layer not in layer_names:
+            if layer not in layer_names or not isinstance(layer, str):
                 raise SceneError(f"{oc}.layer: unknown layer {layer!r}")
             base_state = None
             material = o.get("material")
             if material is not None:
-                if material not in materials:
+                if not isinstance(material, str) or material not in materials:
                     raise SceneError(f"{oc}.material: unknown material {material!r}")
                 base_state = materials[material]
             overrides = o.get("state")
@@ -231,7 +239,7 @@ class Scene:
                     raise SceneError(f"{oc}.visible: expected [first, last]")
                 visible = (integer(v[0], f"{oc}.visible[0]", 0), integer(v[1], f"{oc}.visible[1]", 0))
             objects.append(SceneObject(
-                name=str(o.get("name", f"object-{i}")),
+                name=string(o["name"], f"{oc}.name") if "name" in o else f"object-{i}",
                 mesh=mesh,
                 object_id=integer(o.get("object_id", i), f"{oc}.object_id", 0),
                 layer=layer,
@@ -287,7 +295,11 @@ class Scene:
         m = self._mesh_cache.get(name)
         if m is None:
             spec = self.meshes.get(name, name)
-            m = resolve_mesh(spec, self.base_dir, f"meshes.{name}", self.fallbacks)
+            ctx = f"objects[{name[len(_INLINE):]}].mesh" if name.startswith(_INLINE) else f"meshes.{name}"
+            try:
+                m = resolve_mesh(spec, self.base_dir, ctx, self.fallbacks)
+            except SceneError as exc:
+                raise SceneError(f"{Path(self.source).name}: {exc}" if self.source else str(exc)) from None
             self._mesh_cache[name] = m
         return m
 
@@ -303,6 +315,15 @@ class Scene:
             out[o.mesh] = np.array([[b[i][0], b[j][1], b[k][2], 1.0]
                                     for i in (0, 1) for j in (0, 1) for k in (0, 1)])
         return out
+
+    def _check_finite(self, k: int, obj: SceneObject, mvp: np.ndarray, index: int) -> None:
+        """Refuse a draw whose clip-space bounds (float64) are not finite at frame ``index``:
+        positions, scales, animation or camera too large for the pipeline's arithmetic."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            clip = mvp @ self._bounds_corners[obj.mesh].T
+        if not np.isfinite(clip).all():
+            raise SceneError(f"objects[{k}] ({obj.name}) at frame {index}: its clip-space position is not "
+                             "finite (position, scale, animation or camera values too large)")
 
     def _distance(self, model: np.ndarray, mesh: str, eye: np.ndarray) -> float:
         """Distance from the eye to the object's world-space bounding box (0 inside it)."""
@@ -326,6 +347,8 @@ class Scene:
             members = [(k, o) for k, o in enumerate(self.objects)
                        if o.layer == layer.name and o.visible_at(index)]
             models = [o.transform(index) for _, o in members]
+            for (k, o), model in zip(members, models, strict=True):
+                self._check_finite(k, o, proj @ view @ model, index)
             order = list(range(len(members)))
             if layer.order in ("back-to-front", "front-to-back") and members:
                 # distance from the eye to each object's world bounding box, as an engine's

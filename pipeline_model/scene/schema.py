@@ -107,16 +107,21 @@ from typing import Any
 import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.json_values import describe
+from meshopt_batch.limits import FLOAT32_MAX
 
 __all__ = [
-    "COLOUR_KIND_CODES", "CULL_MODES", "ORDERS", "PROJECTIONS", "RenderState", "SceneError",
-    "boolean", "check_keys", "choice", "integer", "number", "vector", "where",
+    "COLOUR_KIND_CODES", "CULL_MODES", "MAX_JSON_INTEGER", "ORDERS", "PROJECTIONS", "RenderState",
+    "SceneError", "boolean", "check_keys", "choice", "integer", "number", "string", "vector", "where",
 ]
 
 ORDERS = ("listed", "back-to-front", "front-to-back", "shuffle")
 CULL_MODES = ("back", "front", "none")
 PROJECTIONS = ("perspective", "orthographic", "screen")
 COLOUR_KIND_CODES = {"flat": 0, "checker": 1, "stripes": 2, "noise": 3, "lit": 4}
+#: Largest integer a scene may hold (seeds, ids, frame numbers): JSON numbers are exact
+#: integers up to 2^53.
+MAX_JSON_INTEGER = 2**53
 
 
 class SceneError(MeshoptBatchError, ValueError):
@@ -132,7 +137,7 @@ def where(ctx: str, key: str | int) -> str:
 def check_keys(d: Any, allowed: Iterable[str], ctx: str) -> dict:
     """``d`` itself when it is an object holding only ``allowed`` keys."""
     if not isinstance(d, dict):
-        raise SceneError(f"{ctx or 'scene'}: expected an object, got {type(d).__name__}")
+        raise SceneError(f"{ctx or 'scene'}: expected an object, got {describe(d)}")
     bad = sorted(set(d) - set(allowed))
     if bad:
         raise SceneError(f"{ctx or 'scene'}: unknown key {bad[0]!r} (allowed: {', '.join(sorted(allowed))})")
@@ -140,27 +145,39 @@ def check_keys(d: Any, allowed: Iterable[str], ctx: str) -> dict:
 
 
 def number(v: Any, ctx: str, lo: float | None = None, hi: float | None = None) -> float:
-    """A finite JSON number in ``[lo, hi]`` as a float."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise SceneError(f"{ctx}: expected a number, got {v!r}")
+    """A finite JSON number in ``[lo, hi]`` as a float; every number is also within float32's
+    range (:data:`~meshopt_batch.limits.FLOAT32_MAX`: the pipeline model computes in float32,
+    where a larger number is infinite)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+            or abs(v) > FLOAT32_MAX:
+        raise SceneError(f"{ctx}: expected a finite number within float32's range, got {describe(v)}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise SceneError(f"{ctx}: {v} outside [{lo}, {hi}]")
     return float(v)
 
 
-def integer(v: Any, ctx: str, lo: int | None = None) -> int:
-    """A whole JSON number of at least ``lo`` as an int."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
-        raise SceneError(f"{ctx}: expected an integer, got {v!r}")
+def integer(v: Any, ctx: str, lo: int | None = None, hi: int = MAX_JSON_INTEGER) -> int:
+    """A whole JSON number from ``lo`` to ``hi`` (default :data:`MAX_JSON_INTEGER`) as an int."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v:
+        raise SceneError(f"{ctx}: expected an integer, got {describe(v)}")
     if lo is not None and v < lo:
         raise SceneError(f"{ctx}: must be at least {lo}, got {v}")
+    if v > hi:
+        raise SceneError(f"{ctx}: must be at most {hi:,}, got {v:,.0f}")
     return int(v)
+
+
+def string(v: Any, ctx: str) -> str:
+    """A JSON string (a name, a description)."""
+    if not isinstance(v, str):
+        raise SceneError(f"{ctx}: expected a string, got {describe(v)}")
+    return v
 
 
 def boolean(v: Any, ctx: str) -> bool:
     """A JSON ``true`` or ``false``."""
     if not isinstance(v, bool):
-        raise SceneError(f"{ctx}: expected true or false, got {v!r}")
+        raise SceneError(f"{ctx}: expected true or false, got {describe(v)}")
     return v
 
 
@@ -170,15 +187,15 @@ def vector(v: Any, ctx: str, n: int = 3, lo: float | None = None, hi: float | No
     if isinstance(v, (int, float)) and not isinstance(v, bool) and n == 3 and ctx.endswith("scale"):
         v = [v, v, v]
     if not isinstance(v, (list, tuple)) or len(v) != n:
-        raise SceneError(f"{ctx}: expected a list of {n} numbers, got {v!r}")
+        raise SceneError(f"{ctx}: expected a list of {n} numbers, got {describe(v)}")
     return tuple(number(x, where(ctx, i), lo, hi) for i, x in enumerate(v))
 
 
 def choice(v: Any, ctx: str, options: Iterable[str]) -> str:
     """One of ``options``."""
     options = tuple(options)
-    if v not in options:
-        raise SceneError(f"{ctx}: expected one of {', '.join(options)}, got {v!r}")
+    if not isinstance(v, str) or v not in options:
+        raise SceneError(f"{ctx}: expected one of {', '.join(options)}, got {describe(v)}")
     return v
 
 
