@@ -10,13 +10,19 @@ On a machine without a GPU this is Mesa's llvmpipe, a real OpenGL 4.5 implementa
 
 When no context can be created, :func:`get_context` raises :class:`GLUnavailableError`
 (a :class:`~meshopt_batch.errors.MeshoptBatchError`, so the CLI prints one line and exits
-with 2) that says what to install.
+with 2) that says what to install.  What libEGL/Mesa print on stderr while the context is
+created (``libEGL warning: MESA-LOADER: failed to open ...``) is captured and folded into
+that one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import os
+import sys
+import tempfile
 import threading
 
 from meshopt_batch.errors import MeshoptBatchError
@@ -44,15 +50,42 @@ def _create():
         import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
     except ImportError as exc:  # pragma: no cover - moderngl is a dependency
         raise GLUnavailableError(f"moderngl is not importable ({exc}); pip install moderngl")
+    chatter: list[str] = []
     try:
-        ctx = moderngl.create_context(standalone=True, backend="egl", require=MIN_GL_VERSION)
+        with _fd2_captured(chatter):
+            ctx = moderngl.create_context(standalone=True, backend="egl", require=MIN_GL_VERSION)
     except Exception as exc:  # moderngl/glcontext raise plain Exceptions
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        said = "; ".join(dict.fromkeys(" ".join(line.split()) for line in chatter if line.strip()))
+        if said:
+            reason += f"; the driver said: {said[:400]}"
         raise GLUnavailableError(
             f"cannot create a headless OpenGL {MIN_GL_VERSION // 100}.{MIN_GL_VERSION // 10 % 10} "
             f"context through EGL ({reason}); {INSTALL_HINT}"
         ) from None
     return ctx
+
+
+@contextlib.contextmanager
+def _fd2_captured(lines: list[str]):
+    """Collect what is written to file descriptor 2 inside the block into ``lines`` (libEGL and
+    Mesa print their warnings there, several lines, before an EGL call fails); the caller folds
+    them into its one error line or drops them."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:                              # no stderr to capture
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines.extend(sink.read().decode("utf-8", errors="replace").splitlines())
 
 
 def get_context():

@@ -2,8 +2,11 @@
 
 Every subcommand lives in its own module under :mod:`meshopt_batch_app.commands` and exposes
 ``add_parser(subparsers)`` and ``run(args) -> int``.  Errors derived from
-:class:`~meshopt_batch.errors.MeshoptBatchError` (and I/O errors) become one line on stderr
-and exit code 2; no traceback reaches the user.
+:class:`~meshopt_batch.errors.MeshoptBatchError` (and I/O errors, running out of memory)
+become one line on stderr and exit code 2; no traceback reaches the user.  Every message is
+one line: a bad option is one line (not argparse's usage block), and Python warnings are
+collected while the command runs and printed after it as ``meshopt-batch: warning: ...``,
+one line each (a run that fails prints its error line only).
 
 Start-up: a command line that names its subcommand imports that subcommand's module only
 (``analyze`` never loads the plotting, probing, simulation or comparison stacks); the
@@ -25,6 +28,7 @@ import importlib
 import os
 import sys
 import threading
+import warnings
 
 from meshopt_batch.errors import MeshoptBatchError
 
@@ -40,9 +44,21 @@ def requested(argv: list[str] | None) -> tuple[str, ...]:
     return SUBCOMMANDS
 
 
+def one_line(text: object) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (the usage is left to ``--help``)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser(names: tuple[str, ...] = SUBCOMMANDS) -> argparse.ArgumentParser:
     """The argument parser with the subcommands ``names`` (default: all)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="meshopt-batch",
         description="Predict, measure and minimise GPU vertex-shader work for triangle meshes.",
     )
@@ -71,17 +87,41 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None) -> int:
     parser = build_parser(requested(argv))
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except MeshoptBatchError as exc:
-        print(f"meshopt-batch: error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"meshopt-batch: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("meshopt-batch: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            code = int(args.func(args) or 0)
+        except MeshoptBatchError as exc:
+            return _error(exc)
+        except (OSError, ValueError) as exc:
+            return _error(exc)
+        except MemoryError as exc:
+            return _error(f"out of memory ({exc or 'no details'})")
+        except RecursionError:
+            return _error("input nested too deeply (recursion limit)")
+        except KeyboardInterrupt:
+            print("meshopt-batch: interrupted", file=sys.stderr)
+            return 130
+    _print_warnings(caught)
+    return code
+
+
+def _error(exc) -> int:
+    """Print ``exc`` as the one error line; the warnings of a failed run are dropped (the error
+    says what matters)."""
+    print(f"meshopt-batch: error: {one_line(exc)}", file=sys.stderr)
+    return 2
+
+
+def _print_warnings(caught: list) -> None:
+    """Each distinct warning of the run as one line, in order."""
+    seen = set()
+    for w in caught:
+        text = one_line(w.message)
+        if not issubclass(w.category, UserWarning):
+            text = f"{w.category.__name__}: {text}"
+        if text not in seen:
+            seen.add(text)
+            print(f"meshopt-batch: warning: {text}", file=sys.stderr)
 
 
 def _end_process(code: int) -> None:
