@@ -28,6 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from meshopt_batch.files import atomic_write  # noqa: E402
+
 VARIANTS = {
     "full": {},
     "no-D": {"use_distance": False},
@@ -119,7 +121,7 @@ def main(argv=None) -> int:
               f"{(f'{budget:.0f}x' if budget else '-'):>8}{r['peak_rss_mb']:>9.0f}{r['asr']:>8.4f}"
               f"{r['asr_16bit']:>8.4f}{r['vertex_copies']:>9}")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+        atomic_write(args.json, json.dumps(rows, indent=2))
     print("budgets met" if ok else "BUDGET MISSED")
     return 1 if (args.check and not ok) else 0
 

@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from meshopt_batch.files import atomic_write  # noqa: E402
+
 # ours -> (method kwargs, meshoptimizer function, its kwargs)
 PAIRS = {
     "tipsify": ({"cache_size": 11}, "optimize_vertex_cache_fifo", {"cache_size": 11}),
@@ -163,7 +165,7 @@ def main(argv=None) -> int:
             if m in SECONDS_BUDGET and r["ours_wall_s"] >= SECONDS_BUDGET[m]:
                 failed.append(f"{m}: {r['ours_wall_s']:.1f} s (budget {SECONDS_BUDGET[m]} s)")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        atomic_write(args.json, json.dumps(results, indent=2))
     if failed:
         print("budget missed: " + "; ".join(failed))
         return 1 if args.check else 0

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import meshes  # noqa: E402
+from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
 from meshopt_batch.optimizers import optimize  # noqa: E402
 from meshopt_batch.reuse import predict  # noqa: E402
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
             print(f"check: batch+overdraw overdraw {ours['overdraw']:.4f} <= meshoptimizer {peer['overdraw']:.4f} "
                   f"and invocations {ours['invocations']} < {peer['invocations']}: {'yes' if good else 'NO'}")
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        atomic_write(args.json, json.dumps(report, indent=1))
     return 0 if ok else 1
 
 

@@ -36,6 +36,7 @@ except (AttributeError, OSError):
 
 import numpy as np  # noqa: E402
 
+from meshopt_batch.files import atomic_write  # noqa: E402
 from pipeline_model.pipeline import simulate  # noqa: E402
 from pipeline_model.scene import shipped_scenes  # noqa: E402
 
@@ -199,8 +200,7 @@ def main():
         print(f"  {tech:8s} all scenes: {sum(tt) / sum(bb):.2f}x baseline time")
     anchors(rows)
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"frames": a.frames, "seconds": total, "rows": rows}, fh, indent=1)
+        atomic_write(a.json, json.dumps({"frames": a.frames, "seconds": total, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Run: .venv/bin/python examples/custom_scene.py
 
 import json
 
+from meshopt_batch.files import atomic_write
 from pipeline_model.pipeline import simulate
 
 scene = {
@@ -29,8 +30,7 @@ scene = {
     ],
 }
 
-with open("spheres-behind-a-wall.json", "w") as fh:
-    json.dump(scene, fh, indent=1)
+atomic_write("spheres-behind-a-wall.json", json.dumps(scene, indent=1))
 
 run = simulate("spheres-behind-a-wall.json", ["baseline", "dr", "oracle"], frames=10,
                width=598, height=384)

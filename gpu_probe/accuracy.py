@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from meshopt_batch.files import atomic_path
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
 
@@ -146,10 +147,9 @@ def plot_accuracy(df, path, title: str | None = None) -> Path:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
     plt.close(fig)
-    tmp.replace(path)
     return path
 
 

@@ -19,6 +19,7 @@ from gpu_probe.context import INSTALL_HINT, gl_info
 from gpu_probe.experiments import run_experiments
 from gpu_probe.fit import fit
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.files import atomic_write
 from meshopt_batch.profiles import builtin_profile_names
 
 from .document import Figure, Section, Table
@@ -60,7 +61,7 @@ def run_probe(meshes, scope, workdir: Path, progress=None) -> dict:
     res = fit(suite, name="fitted", meshes=(), random_count=scope.probe_random)
     tick("fit")
     fitted_path = workdir / "fitted-profile.json"
-    fitted_path.write_text(json.dumps(res.profile.to_dict(), indent=2))
+    atomic_write(fitted_path, json.dumps(res.profile.to_dict(), indent=2))
     profiles = builtin_profile_names() + [str(fitted_path)]
     profiles += [f"fifo:{n}" for n in CACHE_SIZES] + [f"lru:{n}" for n in CACHE_SIZES]
     frames = []
