@@ -107,12 +107,12 @@ def _true_score(tris, tscore, vscore, heavy_id, t):
 
 
 @njit(cache=True)
-def _rebuild_heap(tscore, emitted, owner, any_heavy, keys, ids):
+def _rebuild_heap(tscore, owner, any_heavy, keys, ids):
     """The fallback heap afresh: every triangle not yet added and not owned by a
     high-valence vertex, with its current score."""
     n = 0
     for t in range(tscore.shape[0]):
-        if not emitted[t] and (not any_heavy or owner[t] < 0):
+        if tscore[t] >= 0 and (not any_heavy or owner[t] < 0):
             keys[n] = tscore[t]
             ids[n] = t
             n += 1
@@ -207,16 +207,16 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                 fill[h] += 1
         for h in range(n_heavy):
             indexed_heapify(tscore, pool, pool_pos, heavy_start[h], heavy_len[h])
-    emitted = np.zeros(t_count, np.bool_)
 
     # fallback max-heap over (score, triangle) of the other triangles; rebuilt from the
     # current scores when the stale entries fill it
     cap = 2 * n_light + 16
     hkeys = np.empty(cap, np.float32)
     hids = np.empty(cap, np.int32)
-    hn = _rebuild_heap(tscore, emitted, owner, any_heavy, hkeys, hids)
+    hn = _rebuild_heap(tscore, owner, any_heavy, hkeys, hids)
 
     lru = np.full((2, cache_size + 3), -1, np.int32)  # the cache and its next state
+    lru_pos = np.zeros((2, cache_size + 3), np.int32)
     cur = np.uintp(0)
     cache_n = 0
     candidates = np.empty(cache_size * (max_light + 1) + 3, np.int32)
@@ -242,12 +242,12 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                     if any_heavy and owner[tri] >= 0:
                         continue
                     if hn == cap:
-                        hn = _rebuild_heap(tscore, emitted, owner, any_heavy, hkeys, hids)
+                        hn = _rebuild_heap(tscore, owner, any_heavy, hkeys, hids)
                         rebuilt = True
                         break
                     hn = keyed_push(hkeys, hids, hn, tscore[tri], tri)
             n_dirty = 0
-            while hn > 0 and (emitted[hids[0]] or hkeys[0] != tscore[hids[0]]):
+            while hn > 0 and hkeys[0] != tscore[hids[0]]:
                 hn = keyed_pop(hkeys, hids, hn)
             best_score = np.float32(0.0)
             if hn > 0:
@@ -262,7 +262,6 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                         best = tri
         t = best
         ut = np.uintp(t)
-        emitted[ut] = True
         a = tris[ut, 0]
         b = tris[ut, 1]
         c = tris[ut, 2]
@@ -275,6 +274,7 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
         if any_heavy and owner[t] >= 0:
             h = owner[t]
             heavy_len[h] = indexed_remove(tscore, pool, pool_pos, heavy_start[h], heavy_len[h], t)
+        tscore[ut] = -1.0  # added: below every live score, so stale wherever it is keyed
 
         # distinct vertices of t in triangle order (x2, x1 repeat x0 when missing); drop t
         # from their live lists (a heavy vertex's list is not kept, only its count)
@@ -295,6 +295,8 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
             uv = np.uintp(v)
             n = live[uv] - 1
             live[uv] = n
+            if n == 0:
+                vscore[uv] = -1.0  # finished: no triangle left to score
             if not (any_heavy and heavy_id[v] >= 0):
                 base = offsets[uv]
                 j = base
@@ -303,31 +305,41 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                 adj[np.uintp(j)] = adj[np.uintp(base + n)]
                 adj[np.uintp(base + n)] = t
 
-        # LRU update: t's vertices to the front, then the old order
+        # LRU update: t's vertices to the front, then the old order.  Only vertices with
+        # live triangles are listed, each with its place in the whole LRU (finished vertices
+        # still hold places: a listed vertex moves back by the vertices put in front of it)
         nxt = np.uintp(1) - cur
-        lru[nxt, 0] = a
-        lru[nxt, 1] = x1
-        lru[nxt, 2] = x2
-        m = nv
+        m = 0
+        for q in range(nv):
+            v = a if q == 0 else (x1 if q == 1 else x2)
+            if live[np.uintp(v)] > 0:
+                lru[nxt, np.uintp(m)] = v
+                lru_pos[nxt, np.uintp(m)] = q
+                m += 1
+        in_front = 0  # vertices of t met so far in the old order
         for i in range(cache_n):
             u = lru[cur, np.uintp(i)]
-            if u != a and u != x1 and u != x2:
+            if u == a or u == x1 or u == x2:
+                in_front += 1
+            else:
                 lru[nxt, np.uintp(m)] = u
+                lru_pos[nxt, np.uintp(m)] = nv + lru_pos[cur, np.uintp(i)] - in_front
                 m += 1
         cur = nxt
 
         # re-score the vertices whose cache position or valence may have changed and the
         # triangles that use them; collect the triangles of cached vertices (candidates)
         n_cand = 0
+        cache_n = m
         for i in range(m):
             v = lru[cur, np.uintp(i)]
             uv = np.uintp(v)
             n = live[uv]
-            if n == 0:
-                vscore[uv] = -1.0  # finished: no triangle left to score
-                continue
-            cached = i < cache_size
-            s = _score(table, i if cached else -1, n, boost_scale, boost_power)
+            p = lru_pos[cur, np.uintp(i)]
+            cached = p < cache_size
+            if not cached and cache_n == m:
+                cache_n = i
+            s = _score(table, p if cached else -1, n, boost_scale, boost_power)
             diff = s - vscore[uv]
             vscore[uv] = s
             if any_heavy and heavy_id[v] >= 0:
@@ -351,7 +363,6 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                 dirty[v] = True
                 dirty_list[n_dirty] = v
                 n_dirty += 1
-        cache_n = min(m, cache_size)
 
         # next: the best triangle that uses a cached vertex (ties: lowest index)
         best = -1
