@@ -28,8 +28,11 @@ colours the vertices: *white* (not in the cache, triangles left), *grey* (in the
 The predictive simulation is what makes K-Cache slower than Tipsify or Forsyth (paper 001,
 sec. 2): each focus choice costs ``O(K * valence)``.  It writes its pushes into the real
 cache stamps and undoes them afterwards.  Ties among white vertices with the same number of
-remaining triangles go to the most recently updated one (a LIFO bucket), which keeps
-restarts next to the region just finished.
+remaining triangles go to the most recently updated one (last in, first out), which keeps
+restarts next to the region just finished; they are kept as one append-only stack per
+count (a count only falls, so a vertex reaches each count once and an entry whose vertex
+has moved on is simply dropped when it surfaces), which costs a step one write where a
+doubly linked bucket list cost four scattered ones.
 
 A vertex of high valence that keeps re-entering the cache (the centre of a fan) would cost
 its whole face list at every fill-in scan, ``O(n^2)`` over a fan of ``n`` triangles; when its
@@ -49,7 +52,6 @@ import numpy as np
 from numba import njit
 
 from ..topology import face_index_type, vertex_faces
-from ._buckets import bucket_link, bucket_unlink
 from ._output import NO_ORDER, in_caller_type, no_rows
 from ._util import check_cache_size, prepare
 
@@ -181,13 +183,28 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
         if tris[g, 0] == tris[g, 1] and tris[g, 1] == tris[g, 2]:
             point_face[tris[g, 0]] = True
 
-    # white-vertex buckets by remaining triangle count (doubly linked, LIFO)
-    head = np.full(max_valence + 1, -1, np.int32)
-    nxt = np.full(vertex_count, -1, np.int32)
-    prv = np.full(vertex_count, -1, np.int32)
+    # vertices by remaining triangle count: one stack per count, a vertex pushed on it when
+    # its count reaches it (at most once: counts only fall), so the top entry whose vertex
+    # still has that count is the one that got there last; initially the lowest index
+    # is on top.  Entries whose vertex moved on are dropped when they surface.
+    reach = np.zeros(max_valence + 2, np.int64)  # vertices whose count starts at c or above
+    for v in range(vertex_count):
+        reach[live[v]] += 1
+    for c in range(max_valence - 1, -1, -1):
+        reach[c] += reach[c + 1]
+    stack_top = np.zeros(max_valence + 2, np.int64)
+    acc = 0
+    for c in range(1, max_valence + 1):
+        stack_top[c] = acc
+        acc += reach[c]
+    stack_top[max_valence + 1] = acc
+    stacks = np.empty(acc, np.int32)
+    stack_base = stack_top.copy()
     for v in range(vertex_count - 1, -1, -1):
         if live[v] > 0:
-            bucket_link(v, live[v], head, nxt, prv)
+            c = live[v]
+            stacks[stack_top[c]] = v
+            stack_top[c] += 1
     min_bucket = 1
 
     # FIFO cache: vertex v is cached iff seq[v] >= pushes - k (pushes only happen on misses)
@@ -247,10 +264,14 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
         if focus < 0:
             # no grey candidate: the white vertex with the fewest remaining triangles
             c = min_bucket
-            while c <= max_valence and head[c] < 0:
+            while True:
+                while stack_top[c] > stack_base[c] and live[stacks[stack_top[c] - 1]] != c:
+                    stack_top[c] -= 1
+                if stack_top[c] > stack_base[c]:
+                    break
                 c += 1
             min_bucket = c
-            focus = head[c]
+            focus = stacks[stack_top[c] - 1]
 
         # ---- 2. render the focus's remaining triangles in fan order
         while live[focus] > 0:
@@ -315,7 +336,7 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
                         out[written, 1] = tris[g, 1]
                         out[written, 2] = tris[g, 2]
                     written += 1
-                    min_bucket = _retire(tris, g, adj, offsets, live, pos, head, nxt, prv, min_bucket)
+                    min_bucket = _retire(tris, g, adj, offsets, live, pos, stacks, stack_top, min_bucket)
             if want_order:
                 order[written] = f
             if want_out:
@@ -323,15 +344,15 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
                 out[written, 1] = tris[f, 1]
                 out[written, 2] = tris[f, 2]
             written += 1
-            min_bucket = _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket)
+            min_bucket = _retire(tris, f, adj, offsets, live, pos, stacks, stack_top, min_bucket)
         # ---- 3. the focus is black now (live[focus] == 0)
 
 
 @njit(cache=True)
-def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
+def _retire(tris, f, adj, offsets, live, pos, stacks, stack_top, min_bucket):
     """Face ``f`` was emitted: drop it from the live list of each of its distinct vertices
     (order kept for fans that were sorted, swap-removal through ``pos`` for longer ones) and
-    re-bucket them."""
+    push them on the stack of their new count."""
     a = tris[f, 0]
     b = tris[f, 1]
     for i in range(3):
@@ -354,10 +375,10 @@ def _retire(tris, f, adj, offsets, live, pos, head, nxt, prv, min_bucket):
             pos[g, _corner_of(tris, g, v)] = j
             pos[f, i] = last
         adj[last] = f
-        bucket_unlink(v, n, head, nxt, prv)
         live[v] = n - 1
         if n > 1:
-            bucket_link(v, n - 1, head, nxt, prv)
+            stacks[stack_top[n - 1]] = v
+            stack_top[n - 1] += 1
             if n - 1 < min_bucket:
                 min_bucket = n - 1
     return min_bucket
