@@ -44,7 +44,6 @@ from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..topology import face_index_type, vertex_faces
-from ._buckets import bucket_link, bucket_unlink
 from ._output import NO_ORDER, in_caller_type, no_rows
 from ._util import check_cache_size, prepare
 
@@ -139,18 +138,30 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin, order, out):
     written = 0
     done = np.zeros(t_count, np.bool_)
 
-    # faces bucketed by their number of unprocessed neighbours (0..3), LIFO
+    # faces by their number of unprocessed neighbours (0..3), last in first out: one
+    # append-only stack per count; a count only falls, so a face is pushed on each stack at
+    # most once, and an entry whose face has moved on (or is done) is dropped when it
+    # surfaces.  Initially the lowest face is on top.
     free_nbrs = np.zeros(t_count, np.int8)
-    head = np.full(4, -1, np.int32)
-    nxt = np.empty(t_count, np.int32)
-    prv = np.empty(t_count, np.int32)
-    for t in range(t_count - 1, -1, -1):
+    reach = np.zeros(5, np.int64)  # faces that start at count c or above
+    for t in range(t_count):
         n = 0
         for e in range(3):
             if nbr[t, e] >= 0:
                 n += 1
         free_nbrs[t] = n
-        bucket_link(t, n, head, nxt, prv)
+        reach[n] += 1
+    for c in range(2, -1, -1):
+        reach[c] += reach[c + 1]
+    stack_base = np.zeros(4, np.int64)
+    for c in range(1, 4):
+        stack_base[c] = stack_base[c - 1] + reach[c - 1]
+    stacks = np.empty(stack_base[3] + reach[3], np.int32)
+    stack_top = stack_base.copy()
+    for t in range(t_count - 1, -1, -1):
+        c = free_nbrs[t]
+        stacks[stack_top[c]] = t
+        stack_top[c] += 1
 
     # FIFO cache simulation: v is cached iff seq[v] >= misses - cache_size
     seq = np.full(vertex_count, -(2**31) + 1, np.int32)
@@ -161,8 +172,13 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin, order, out):
         # a new strip: a face with the fewest unprocessed neighbours
         start = -1
         for c in range(4):
-            if head[c] >= 0:
-                start = head[c]
+            while stack_top[c] > stack_base[c]:
+                g = stacks[stack_top[c] - 1]
+                if not done[g] and free_nbrs[g] == c:
+                    start = g
+                    break
+                stack_top[c] -= 1
+            if start >= 0:
                 break
         # pivot: rotating around it must reach an unprocessed face if there is one
         f = start
@@ -205,14 +221,13 @@ def _hoppe(tris, nbr, nbr_edge, vertex_count, cache_size, margin, order, out):
                     out[written, 1] = tris[f, 1]
                     out[written, 2] = tris[f, 2]
                 written += 1
-                bucket_unlink(f, free_nbrs[f], head, nxt, prv)
                 for e in range(3):
                     h = nbr[f, e]
                     if h >= 0 and not done[h]:
-                        c = free_nbrs[h]
-                        bucket_unlink(h, c, head, nxt, prv)
-                        free_nbrs[h] = c - 1
-                        bucket_link(h, c - 1, head, nxt, prv)
+                        c = free_nbrs[h] - 1
+                        free_nbrs[h] = c
+                        stacks[stack_top[c]] = h
+                        stack_top[c] += 1
                 for i in range(3):
                     v = tris[f, i]
                     if seq[v] < misses - cache_size:
