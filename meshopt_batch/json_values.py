@@ -8,7 +8,6 @@ JSON text.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 __all__ = ["describe", "pointer"]
@@ -20,8 +19,6 @@ def pointer(*parts: str | int) -> str:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
     try:
         text = json.dumps(value, allow_nan=True)
     except (TypeError, ValueError):

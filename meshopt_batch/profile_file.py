@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MeshoptBatchError
-from .json_values import describe
+from .json_values import describe, pointer
 from .limits import MAX_PROFILE_SIZE
 
 __all__ = ["load_profile_file"]
@@ -33,11 +33,11 @@ __all__ = ["load_profile_file"]
 _TYPE_WORDS = {"int": "a whole number", "str": "a string", "bool": "true or false"}
 
 
-def _check_value(value: Any, kind: str, pointer: str) -> None:
+def _check_value(value: Any, kind: str, where: str) -> None:
     if kind == "int":
         ok = isinstance(value, int) and not isinstance(value, bool)
         if ok and not 0 <= value <= MAX_PROFILE_SIZE:
-            raise MeshoptBatchError(f"{pointer}: {value} outside 0..{MAX_PROFILE_SIZE:,}")
+            raise MeshoptBatchError(f"{where}: {value} outside 0..{MAX_PROFILE_SIZE:,}")
     elif kind == "str":
         ok = isinstance(value, str)
     elif kind == "bool":
@@ -45,7 +45,7 @@ def _check_value(value: Any, kind: str, pointer: str) -> None:
     else:
         ok = True
     if not ok:
-        raise MeshoptBatchError(f"{pointer}: expected {_TYPE_WORDS[kind]}, got {describe(value)}")
+        raise MeshoptBatchError(f"{where}: expected {_TYPE_WORDS[kind]}, got {describe(value)}")
 
 
 def load_profile_file(path: str | Path, profile_class):
@@ -77,12 +77,12 @@ def load_profile_file(path: str | Path, profile_class):
     try:
         unknown = sorted(set(data) - set(fields))
         if unknown:
-            raise MeshoptBatchError(f"/{unknown[0]}: unknown key (known: {', '.join(fields)})")
+            raise MeshoptBatchError(f"{pointer(unknown[0])}: unknown key (known: {', '.join(fields)})")
         missing = [name for name in required if name not in data]
         if missing:
             raise MeshoptBatchError(f"missing key {missing[0]!r} (required: {', '.join(required)})")
         for name, value in data.items():
-            _check_value(value, fields[name], f"/{name}")
+            _check_value(value, fields[name], pointer(name))
         return profile_class.from_dict(data)
     except MeshoptBatchError as exc:
         raise MeshoptBatchError(f"{path}: {exc}") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import MeshError
+from .limits import FLOAT32_MAX
 from .mesh import ATTR_NORMAL, ATTR_TANGENT, Mesh
 
 __all__ = ["transform_directions", "transform_mesh", "transform_normals", "transform_points"]
@@ -91,5 +92,8 @@ def transform_mesh(mesh: Mesh, matrix, *, keep_facing: bool = True) -> Mesh:
     triangles = mesh.triangles
     if keep_facing and mirrored:
         triangles = np.ascontiguousarray(triangles[:, ::-1])
-    return mesh.replace(positions=transform_points(mesh.positions, m).astype(np.float32),
-                        triangles=triangles, attributes=attrs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        positions = transform_points(mesh.positions, m)
+    if positions.size and not np.abs(positions).max() <= FLOAT32_MAX:
+        raise MeshError("the transform takes vertex positions out of float32's range")
+    return mesh.replace(positions=positions.astype(np.float32), triangles=triangles, attributes=attrs)

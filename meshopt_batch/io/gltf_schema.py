@@ -71,7 +71,7 @@ class _Checker:
 
     def __init__(self, doc: dict):
         self.doc = doc
-        self.sizes = {name: len(doc.get(name, [])) for name in TOP_LEVEL_ARRAYS}
+        self.sizes: dict[str, int] = {}
 
     # -- value checks --------------------------------------------------------------------
     def obj(self, value: Any, where: str) -> dict:
@@ -134,6 +134,7 @@ class _Checker:
             if name in doc:
                 for i, item in enumerate(self.array(doc[name], f"/{name}")):
                     self.obj(item, f"/{name}/{i}")
+        self.sizes = {name: len(doc.get(name, [])) for name in TOP_LEVEL_ARRAYS}
         self.optional(doc, "scene", self.index, "", "scenes")
         for i, scene in enumerate(doc.get("scenes", [])):
             self.index_list(scene, "nodes", f"/scenes/{i}", "nodes")
@@ -225,7 +226,7 @@ class _Checker:
             if key not in acc:
                 raise Refusal(f"{where}/{key}: missing")
         ctype = acc["componentType"]
-        if isinstance(ctype, bool) or ctype not in _COMPONENT_BYTES:
+        if isinstance(ctype, bool) or not isinstance(ctype, int) or ctype not in _COMPONENT_BYTES:
             raise _fail(f"{where}/componentType", "one of 5120, 5121, 5122, 5123, 5125, 5126", ctype)
         if not isinstance(acc["type"], str) or acc["type"] not in _TYPE_COMPONENTS:
             raise _fail(f"{where}/type", "one of " + ", ".join(_TYPE_COMPONENTS), acc["type"])
@@ -259,7 +260,7 @@ class _Checker:
             self.index(d["bufferView"], f"{where}/{part}/bufferView", "bufferViews")
             self.optional(d, "byteOffset", self.whole, f"{where}/{part}")
         ctype = sparse["indices"].get("componentType")
-        if isinstance(ctype, bool) or ctype not in _SPARSE_INDEX_TYPES:
+        if isinstance(ctype, bool) or not isinstance(ctype, int) or ctype not in _SPARSE_INDEX_TYPES:
             raise _fail(f"{where}/indices/componentType", "5121, 5123 or 5125", ctype)
 
     def animation(self, anim: dict, where: str) -> None:

@@ -10,7 +10,8 @@ The index type is 16-bit when the face list's index type is at most 16 bits wide
 
 Every element is read, so the file's length is checked against its header: data missing for
 a declared count (a truncated file) or left over after the last element (more than the
-header declares; trailing white space and zero bytes aside) is refused.  An ascii file that
+header declares; trailing white space and zero bytes aside) is refused; an ascii file must
+also hold one line per declared record.  An ascii file that
 ends without a line end gets a warning: its last number may have been cut where no count can
 tell.
 
@@ -269,6 +270,8 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
     scalars: dict[str, list] = {p[0]: [] for p in props if p[2] is None}
     for _ in range(count):
         for name, _t, lt in props:
+            if pos >= len(tokens):
+                raise Refusal(f"PLY data ends inside element {el['name']!r} (truncated?)")
             if lt is None:
                 scalars[name].append(float(tokens[pos]))
                 pos += 1
@@ -291,6 +294,18 @@ def _ply_read_ascii_element(tokens: list[bytes], pos: int, el: dict) -> tuple[di
                 np.asarray(np.array(flat[name], dtype=np.float64), dtype=lt),
             )
     return cols, pos
+
+
+def _check_ascii_lines(body: bytes, elements: list[dict]) -> None:
+    """Refuse an ascii body whose line count differs from the records its header declares
+    (one record per line): a count not met, or exceeded, is told apart from a shifted
+    stream of numbers that could still add up."""
+    lines = sum(1 for line in body.splitlines() if line.strip())
+    declared = sum(el["count"] for el in elements)
+    if lines != declared:
+        counts = ", ".join(f"{el['name']} {el['count']}" for el in elements)
+        raise Refusal(f"PLY header declares {declared} records ({counts}) but the data has {lines} lines"
+                      + (" (truncated?)" if lines < declared else ""))
 
 
 def _check_end(data: bytes, tokens: list | None, pos: int, last: str, path: Path) -> None:
@@ -353,6 +368,8 @@ def read_ply(data: bytes, path: Path) -> list[Mesh]:
         raise Refusal("PLY file has no vertex element")
     endian = "<" if fmt == "binary_little_endian" else ">"
     tokens = data[start:].split() if fmt == "ascii" else None
+    if tokens is not None:
+        _check_ascii_lines(data[start:], elements)
     buf = memoryview(data)
     pos = start if tokens is None else 0
     cols_by_el: dict[str, tuple[dict, list]] = {}

@@ -295,7 +295,11 @@ def _gltf_geometry(path: Path, geometry: str, ctx: str) -> Mesh:
     if geometry not in scene.geometry:
         raise SceneError(f"{path}: no geometry named {geometry!r}")
     g = scene.geometry[geometry]
-    return Mesh(np.asarray(g.vertices, np.float32), np.asarray(g.faces), name=geometry)
+    try:
+        return Mesh(np.asarray(g.vertices, np.float32), np.asarray(g.faces), name=geometry).validate(
+            source=f"{path} [{geometry}]")
+    except MeshoptBatchError as exc:           # trimesh reads what the file says, in range or not
+        raise SceneError(f"{ctx}: {exc}") from None
 
 
 def _finish_mesh(m: Mesh) -> Mesh:
@@ -333,7 +337,10 @@ def _merge_parts(parts: Any, base_dir: Path | None, ctx: str, fallbacks: list | 
                            vector(part.get("rotation", [0, 0, 0]), where(pctx, "rotation")), scale)
         if abs(np.linalg.det(mat[:3, :3])) < 1e-12:
             raise SceneError(f"{pctx}: the placement is singular (a zero scale)")
-        baked.append(transform_mesh(m, mat))
+        try:
+            baked.append(transform_mesh(m, mat))
+        except MeshoptBatchError as exc:       # positions out of float32's range
+            raise SceneError(f"{pctx}: {exc}") from None
     merged = concatenate(baked, name="merge")
     return _finish_mesh(Mesh(merged.positions, merged.triangles.astype(np.uint32), name="merge",
                              attributes=dict(merged.attributes)))

@@ -222,7 +222,7 @@ class Scene:
             elif mesh not in kw["meshes"] and not (mesh in shapes.SHAPES or mesh.startswith("shared:")):
                 raise SceneError(f"{oc}.mesh: unknown mesh {mesh!r} (not in 'meshes' and not a shape)")
             layer = o.get("layer", "default" if "layers" not in d else kw["layers"][0].name)
-            if layer not in layer_names or not isinstance(layer, str):
+            if not isinstance(layer, str) or layer not in layer_names:
                 raise SceneError(f"{oc}.layer: unknown layer {layer!r}")
             base_state = None
             material = o.get("material")

@@ -152,7 +152,9 @@ def number(v: Any, ctx: str, lo: float | None = None, hi: float | None = None) -
             or abs(v) > FLOAT32_MAX:
         raise SceneError(f"{ctx}: expected a finite number within float32's range, got {describe(v)}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise SceneError(f"{ctx}: {v} outside [{lo}, {hi}]")
+        span = (f"in [{lo}, {hi}]" if lo is not None and hi is not None
+                else f">= {lo}" if lo is not None else f"<= {hi}")
+        raise SceneError(f"{ctx}: expected a number {span}, got {v}")
     return float(v)
 
 
@@ -163,7 +165,8 @@ def integer(v: Any, ctx: str, lo: int | None = None, hi: int = MAX_JSON_INTEGER)
     if lo is not None and v < lo:
         raise SceneError(f"{ctx}: must be at least {lo}, got {v}")
     if v > hi:
-        raise SceneError(f"{ctx}: must be at most {hi:,}, got {v:,.0f}")
+        raise SceneError(f"{ctx}: must be at most {hi:,}, got {v:,}" if isinstance(v, int)
+                         else f"{ctx}: must be at most {hi:,}, got {v:g}")
     return int(v)
 
 
