@@ -19,6 +19,8 @@ atomically.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from meshopt_batch.asset import AssetOptions, optimize_file
@@ -99,7 +101,11 @@ def run(args) -> int:
     if src_path.is_dir():
         return optimize_directory(args, asset_options)
     reject_directory_options(args)
+    replaces_input = out_path.exists() and src_path.exists() and os.path.samefile(out_path, src_path)
     report = optimize_file(src_path, out_path, asset_options)
+    if replaces_input:
+        print(f"meshopt-batch: note: -o {out_path} is the input file: it was replaced atomically",
+              file=sys.stderr)
     out = report.to_dict(primitives=len(report.primitives) > 1 or args.json)
     before, after, seconds = report.before, report.after, report.seconds
     sixteen = report.before_16bit is not None
