@@ -148,10 +148,12 @@ def _cached(seq, w, oldest):
 
 
 @njit(cache=True)
-def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
+def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, indirect_min, order, out):
     """Write the K-Cache order into ``order`` (``(T,)``) and/or the reordered triangles into
     ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` holds the
-    rotationally sorted face lists and is reordered in place.
+    rotationally sorted face lists and is reordered in place.  A vertex whose live list is
+    longer than ``indirect_min`` (at least ``_MAX_FAN_SORT``) may have its fill-in faces
+    found through the other cached vertices.
 
     Subscripts in the hot loops are cast to ``np.uintp``, which spares them numba's
     negative-index wraparound.
@@ -292,10 +294,10 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, order, out):
                 n_fill = 0
                 n_w = live[w]
                 others = 0  # faces around the other cached vertices
-                if n_w > _MAX_FAN_SORT and not point_face[w]:
+                if n_w > indirect_min and not point_face[w]:
                     for p in range(max(oldest, 0), pushes - 1):
                         others += live[ring[p % k]]  # rare: no need for the running slot
-                if n_w <= _MAX_FAN_SORT or point_face[w] or others >= n_w:
+                if n_w <= indirect_min or point_face[w] or others >= n_w:
                     for jj in range(offsets[w], offsets[w] + n_w):
                         g = adj[np.uintp(jj)]
                         ug = np.uintp(g)
@@ -397,7 +399,7 @@ def _run(tris, vcount, cache_size, order, out):
     if tris.shape[0]:
         offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
         _sort_fans(tris, offsets, faces)
-        _kcache(tris, offsets, faces, k, WEIGHT_C2, WEIGHT_C3, _MAX_SIMULATED_FACES, order, out)
+        _kcache(tris, offsets, faces, k, WEIGHT_C2, WEIGHT_C3, _MAX_SIMULATED_FACES, _MAX_FAN_SORT, order, out)
 
 
 def optimize_kcache(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE) -> np.ndarray:
