@@ -84,6 +84,13 @@ Beyond the paper (on by default, off with ``lookahead=False, fill_small=False``)
   start below every large one (priority ``- k_r / 2``), and when a started batch has nothing
   left to reuse, the largest untouched small component that still fits in it is started
   instead of the top: leaf cards fill the ends of batches instead of cutting into branches.
+* A vertex shared by more than :data:`~.batch_state.HEAVY_VALENCE` (1024) triangles -- the
+  centre of a large fan, a pole -- takes no part in eq. 1: it adds nothing to ``R``, ``V``,
+  ``N``, the ``D`` one-ring or the lookahead's count of its faces, and an edge between two
+  such vertices is not in the dual graph.  Every priority update around it would otherwise
+  touch all of its faces, which makes a fan quadratic (a 16k-triangle fan took 25 s).  The
+  memory module still decides what fits and what is shaded, so batches stay exact; meshes
+  without such a vertex are optimized exactly as before.
 * For a direct-mapped memory (``llvmpipe``) the order is optimized as if every vertex of a
   batch stayed reusable, then the vertices are renumbered
   (:func:`~meshopt_batch.optimizers.renumber.renumber_for_direct_cache`) so that it does; the
@@ -103,7 +110,9 @@ The optimizer is split along its seams (each a place to look when optimising its
 * :mod:`.batch_select`: which triangle to emit (the top, ``lookahead``, ``fill_small``);
 * :mod:`.batch_fit`: whether a triangle fits in the current batch, and in which rotation;
 * :mod:`.batch_steps`: the priority updates of emitting a triangle and closing a batch;
-* :mod:`.batch_layout`: the slots of the flat arrays these compiled parts share.
+* :mod:`.batch_topology`: the corner lists, the dual graph and the components, in int32;
+* :mod:`.batch_layout`: the slots of the flat arrays these compiled parts share (one 32-byte
+  row of int32 per face holds everything a step reads and writes of it).
 
 References
 ----------
@@ -206,7 +215,10 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     t0 = time.perf_counter()
     prof = get_profile(profile)
     tris, vcount = as_index_array(triangles, vertex_count)
-    tris = np.ascontiguousarray(tris, dtype=np.int64)
+    if max(3 * tris.shape[0], vcount) >= (1 << 31):
+        raise MeshoptBatchError(f"batch optimizer: {tris.shape[0]} triangles / {vcount} vertices "
+                                "exceed its 32-bit tables")
+    tris = np.ascontiguousarray(tris.view(np.int32) if tris.dtype == np.uint32 else tris, dtype=np.int32)
     unknown = set(options) - set(DEFAULT_OPTIONS)
     if unknown:
         raise MeshoptBatchError(f"unknown batch optimizer option(s) {sorted(unknown)}")

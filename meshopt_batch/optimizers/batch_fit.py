@@ -25,11 +25,37 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..reuse import (KIND_FIFO, KIND_LOOKBACK, KIND_LOOKBACK_DX, KIND_LRU, S_BATCH_START, S_MIXED,
-                     direct_lookup, direct_touch, dx_lookup, dx_touch, fifo_lookup, fifo_touch,
-                     lookback_lookup, lookback_touch, lru_lookup, lru_touch, note_block)
-from .batch_layout import (P_BOUND16, P_KIND, P_MAXSIZE, P_MAXUNIQ, P_MEMSIZE, P_PVW, P_ROTATE,
-                           ST_EMITTED, ST_SIZE, ST_UNIQ)
+from ..reuse import (
+    KIND_FIFO,
+    KIND_LOOKBACK,
+    KIND_LOOKBACK_DX,
+    KIND_LRU,
+    S_BATCH_START,
+    S_MIXED,
+    direct_lookup,
+    direct_touch,
+    dx_lookup,
+    dx_touch,
+    fifo_lookup,
+    fifo_touch,
+    lookback_lookup,
+    lookback_touch,
+    lru_lookup,
+    lru_touch,
+    note_block,
+)
+from .batch_layout import (
+    P_BOUND16,
+    P_KIND,
+    P_MAXSIZE,
+    P_MAXUNIQ,
+    P_MEMSIZE,
+    P_PVW,
+    P_ROTATE,
+    ST_EMITTED,
+    ST_SIZE,
+    ST_UNIQ,
+)
 
 __all__ = ["mem_lookup", "mem_touch", "choose_rotation", "still_reusable"]
 
@@ -67,7 +93,7 @@ def mem_touch(kind, size, scalars, pv, table, v, p, hit):
         direct_touch(size, scalars, pv, table, v, p, hit)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _trial_added(tris, t, rot, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
     """Algorithm 1 on triangle ``t`` (rotated by ``rot``) against the live batch, rolled back.
 
@@ -112,7 +138,7 @@ def _trial_added(tris, t, rot, P, ST, scalars, pv, table, snap_sc, snap_pv, snap
     return added if ok else -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _lookback_added(tris, t, r, pos, batch_start, window, pv):
     """Vertices triangle ``t`` (rotated by ``r``) would shade under look-back retention.
 
@@ -134,7 +160,7 @@ def _lookback_added(tris, t, r, pos, batch_start, window, pv):
     return added
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def choose_rotation(tris, t, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
     """Rotation (0, 1, 2) of ``t`` that fits the batch with the fewest new vertices, or -1."""
     best = -1
@@ -165,7 +191,7 @@ def choose_rotation(tris, t, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_t
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def still_reusable(P, scalars, pv, table, v, p):
     """Would the memory module reuse vertex ``v`` at index position ``p`` (and, under the
     16-bit rule, is the batch still single-block)?  The ``R`` term's test (lines 26-31)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .batch_layout import P_KR, W_OUTD, W_OUTF
+from .batch_layout import B_EMITTED, F_ACC, F_BITS, F_NEXT, F_PREV, F_PRIO, P_KR, ST_NTOUCH, ST_STEP
 from .batch_select import select_triangle
 from .batch_steps import close_batch, emit_triangle
 
@@ -43,7 +43,7 @@ def _bit_clear(bits, b):
     bits[b >> 6] &= ~(_ONE << np.uint64(b & 63))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _highest_bit(word):
     """Index of the highest set bit of a non-zero uint64 (binary search: 32, 16, ..., 1)."""
     r = 0
@@ -56,7 +56,7 @@ def _highest_bit(word):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _bq_top(bits, top):
     """Highest non-empty bucket at or below ``top`` (one bit per bucket, 64 per word)."""
     w = top >> 6
@@ -70,29 +70,29 @@ def _bq_top(bits, top):
     return (w << 6) + _highest_bit(word)
 
 
-@njit(cache=True)
-def _bq_unlink(head, bits, nxt, prv, prio, base, f):
-    n = nxt[f]
-    p = prv[f]
+@njit(cache=True, _nrt=False)
+def _bq_unlink(head, bits, F, base, f):
+    n = F[f, F_NEXT]
+    p = F[f, F_PREV]
     if p >= 0:
-        nxt[p] = n
+        F[p, F_NEXT] = n
     else:
-        b = prio[f] - base
+        b = F[f, F_PRIO] - base
         head[b] = n
         if n < 0:
             _bit_clear(bits, b)
     if n >= 0:
-        prv[n] = p
+        F[n, F_PREV] = p
 
 
-@njit(cache=True)
-def _bq_push_front(head, bits, nxt, prv, prio, base, f):
-    b = prio[f] - base
+@njit(cache=True, _nrt=False)
+def _bq_push_front(head, bits, F, base, f):
+    b = F[f, F_PRIO] - base
     h = head[b]
-    nxt[f] = h
-    prv[f] = -1
+    F[f, F_NEXT] = h
+    F[f, F_PREV] = -1
     if h >= 0:
-        prv[h] = f
+        F[h, F_PREV] = f
     else:
         _bit_set(bits, b)
     head[b] = f
@@ -109,7 +109,7 @@ def _bq_regrow(head, base, lo, hi):
     span = new_hi - new_lo + 1
     new_lo -= span // 2
     new_hi += span // 2
-    out = np.full(new_hi - new_lo + 1, -1, np.int64)
+    out = np.full(new_hi - new_lo + 1, -1, np.int32)
     shift = old_lo - new_lo
     for b in range(head.shape[0]):
         out[b + shift] = head[b]
@@ -120,50 +120,94 @@ def _bq_regrow(head, base, lo, hi):
     return out, bits, new_lo
 
 
+#: Slots of the driver's loop state ``Q`` (int64): bucket base priority, last top bucket,
+#: faces left, next change to apply (-1: none pending), the priority a regrow must cover.
+Q_BASE, Q_TOP, Q_LEFT, Q_NEXT, Q_NEED, Q_LEN = range(6)
+
+
+@njit(cache=True, _nrt=False)
+def _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces, aoff,
+           adj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo, cls_off,
+           cls_comps, cls_ptr, order, rots, touched, cand, dlist, head, bits, Q):
+    """The loop proper, free of reference counting (no allocation: ``_nrt=False``).  Returns 0
+    when every face is emitted, 1 when a priority left the bucket range (``Q[Q_NEED]``): the
+    caller grows the buckets and calls again, and the pending changes resume at ``Q[Q_NEXT]``."""
+    base = Q[Q_BASE]
+    top = Q[Q_TOP]
+    remaining = Q[Q_LEFT]
+    j0 = Q[Q_NEXT]
+    while remaining > 0 or j0 >= 0:
+        if j0 < 0:
+            top = _bq_top(bits, top)
+            t, rot = select_triangle(tris, np.int64(head[top]), P, ST, F, scalars, pv, table,
+                                     snap_sc, snap_pv, snap_tab, voff, vfaces, vstate, gmark, gval,
+                                     cinfo, cls_off, cls_comps, cls_ptr, cand)
+            if t >= 0:
+                _bq_unlink(head, bits, F, base, t)
+                remaining -= 1
+                emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff,
+                              adj, rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots,
+                              touched, cand, dlist)
+            else:
+                close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf,
+                            bstarts, rspos, touched, cand, dlist)
+            j0 = 0
+        for j in range(j0, ST[ST_NTOUCH]):
+            f = touched[j]
+            d = F[f, F_ACC]
+            if d == 0 or F[f, F_BITS] & B_EMITTED != 0:
+                continue
+            p = np.int64(F[f, F_PRIO]) + d
+            if p - base < 0 or p - base >= head.shape[0]:
+                Q[Q_BASE] = base
+                Q[Q_TOP] = top
+                Q[Q_LEFT] = remaining
+                Q[Q_NEXT] = j
+                Q[Q_NEED] = p
+                return 1
+            _bq_unlink(head, bits, F, base, f)
+            F[f, F_PRIO] = p
+            b = _bq_push_front(head, bits, F, base, f)
+            if b > top:
+                top = b
+        ST[ST_NTOUCH] = 0
+        ST[ST_STEP] += 1
+        j0 = -1
+    Q[Q_LEFT] = 0
+    Q[Q_NEXT] = -1
+    return 0
+
+
 @njit(cache=True)
-def run_fast(tris, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab,
-              voff, vfaces, aoff, adj, rs, inrs, bf, flist, bfsq, bstarts, gmark, gval, rspos,
-              comp, cinfo, cls_off, cls_comps, cls_ptr):
+def run_fast(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces, aoff,
+             adj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo, cls_off,
+             cls_comps, cls_ptr, order, rots, touched, cand, dlist):
+    """Algorithm 2's loop: every step's changes are applied in one pass over the touched list
+    (unlink, change, push front), in the order the step first touched the faces."""
     t_count = tris.shape[0]
-    nxt = np.empty(t_count, np.int64)
-    prv = np.empty(t_count, np.int64)
-    lo = prio.min()
-    hi = prio.max()
+    lo = F[0, F_PRIO]
+    hi = lo
+    for t in range(t_count):
+        lo = min(lo, F[t, F_PRIO])
+        hi = max(hi, F[t, F_PRIO])
     margin = 3 * abs(P[P_KR]) + 64
-    base = lo - margin
-    head = np.full(hi - lo + 2 * margin + 1, -1, np.int64)
+    base = np.int64(lo) - margin
+    head = np.full(hi - lo + 2 * margin + 1, -1, np.int32)
     bits = np.zeros((head.shape[0] >> 6) + 1, np.uint64)
     top = -1
     # insertion from the last triangle to the first: stamps grow, so triangle 0 is newest
     for t in range(t_count - 1, -1, -1):
-        b = _bq_push_front(head, bits, nxt, prv, prio, base, t)
+        b = _bq_push_front(head, bits, F, base, t)
         if b > top:
             top = b
-    remaining = t_count
-    while remaining > 0:
-        top = _bq_top(bits, top)
-        t, rot = select_triangle(tris, head[top], prio, P, ST, W, scalars, pv, table, snap_sc,
-                                 snap_pv, snap_tab, voff, vfaces, rs, inrs, gmark, gval, rspos,
-                                 cinfo, cls_off, cls_comps, cls_ptr)
-        if t >= 0:
-            _bq_unlink(head, bits, nxt, prv, prio, base, t)
-            remaining -= 1
-            n = emit_triangle(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff,
-                              adj, rs, inrs, bf, flist, bfsq, rspos, comp, cinfo)
-        else:
-            n = close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf,
-                            bstarts, rspos)
-        for j in range(n):
-            f = W[j, W_OUTF]
-            _bq_unlink(head, bits, nxt, prv, prio, base, f)
-            prio[f] += W[j, W_OUTD]
-            pb = prio[f] - base
-            if pb < 0 or pb >= head.shape[0]:
-                new_head, new_bits, new_base = _bq_regrow(head, base, prio[f], prio[f])
-                top += base - new_base
-                head = new_head
-                bits = new_bits
-                base = new_base
-            b = _bq_push_front(head, bits, nxt, prv, prio, base, f)
-            if b > top:
-                top = b
+    Q = np.empty(Q_LEN, np.int64)
+    Q[Q_BASE] = base
+    Q[Q_TOP] = top
+    Q[Q_LEFT] = t_count
+    Q[Q_NEXT] = -1
+    while _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces,
+                 aoff, adj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo,
+                 cls_off, cls_comps, cls_ptr, order, rots, touched, cand, dlist, head, bits, Q):
+        head, bits, new_base = _bq_regrow(head, Q[Q_BASE], Q[Q_NEED], Q[Q_NEED])
+        Q[Q_TOP] += Q[Q_BASE] - new_base
+        Q[Q_BASE] = new_base

@@ -8,9 +8,13 @@ closes the batch otherwise.  Two refinements beyond the paper are chosen here, i
   two is compared by how many further triangles its missing vertex would complete;
 * ``fill_small``: when the batch has started and the top reuses nothing, the largest untouched
   small component (faces connected through vertices, small enough for one batch) that still
-  fits is started instead.  :func:`find_components` finds those components once per run.
+  fits is started instead (:func:`~.batch_topology.find_components` finds them once per run).
 
-The lookahead scan over the candidate list is one of the seams of the optimizer's cost.
+The lookahead scans the list of faces that reuse exactly two vertices; the steps of
+:mod:`.batch_steps` append a face when its count reaches two and the scan drops the entries
+that no longer qualify, so the list stays short without being kept exact at every change.
+A vertex with more than ``P_HEAVY`` faces completes nothing here (it takes no part in eq. 1,
+see :mod:`.batch`).  Compiled without reference counting, like the steps.
 
 References
 ----------
@@ -25,37 +29,83 @@ import numpy as np
 from numba import njit
 
 from .batch_fit import choose_rotation
-from .batch_layout import (P_FILL, P_LOOKAHEAD, P_MAXSIZE, P_MAXUNIQ, ST_BATCHES, ST_CLOSES,
-                           ST_FSTAMP, ST_NCAND, ST_PREV_SC, ST_PREV_SIZE, ST_PREV_UNIQ, ST_REOPEN,
-                           ST_SIZE, ST_UNIQ, W_CAND, W_EMITTED, W_RCOUNT)
+from .batch_layout import (
+    B_CAND,
+    B_EMITTED,
+    F_BITS,
+    F_PRIO,
+    P_FILL,
+    P_HEAVY,
+    P_LOOKAHEAD,
+    P_MAXSIZE,
+    P_MAXUNIQ,
+    R_SHIFT,
+    ST_BATCHES,
+    ST_CLOSES,
+    ST_GSTAMP,
+    ST_NCAND,
+    ST_PREV_SC,
+    ST_PREV_SIZE,
+    ST_PREV_UNIQ,
+    ST_REOPEN,
+    ST_SIZE,
+    ST_UNIQ,
+    V_REUSABLE,
+)
+from .batch_steps import is_heavy
 
-__all__ = ["select_triangle", "find_components"]
+__all__ = ["select_triangle"]
 
 
-@njit(cache=True)
-def _missing_vertex(tris, f, inrs):
+@njit(cache=True, _nrt=False)
+def _missing_vertex(tris, f, vstate):
     """The vertex of ``f`` outside the reusable set (the last one, for a unique answer)."""
     out = -1
     for i in range(3):
         v = tris[f, i]
-        if inrs[v] == 0:
+        if vstate[v] & V_REUSABLE == 0:
             out = v
     return out
 
 
-@njit(cache=True)
-def _completes(w, rcount, emitted_row, voff, vfaces):
-    """Remaining faces around ``w`` whose two other vertices are reusable (``w`` is not): the
-    triangles that become free once ``w`` is shaded."""
-    g = 0
-    for q in range(voff[w], voff[w + 1]):
-        h = vfaces[q]
-        if emitted_row[h] == 0 and rcount[h] == 2:
-            g += 1
-    return g
+@njit(cache=True, _nrt=False)
+def _gain(w, voff, heavy, gmark, gval, s):
+    """Faces completed by shading ``w``: the candidates whose missing vertex is ``w``, counted
+    by :func:`_count_candidates` under stamp ``s`` (none around a heavy vertex)."""
+    if w < 0:  # a degenerate triangle with both its vertices reusable: free
+        return 1 << 40
+    if gmark[w] != s or is_heavy(voff, heavy, w):
+        return 0
+    return np.int64(gval[w])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def _count_candidates(tris, ST, F, vstate, gmark, gval, cand, s):
+    """Drop the candidate entries that no longer reuse exactly two vertices and count the rest
+    by missing vertex (``gval`` under stamp ``s``).
+
+    A remaining face with two reusable vertices around a non-reusable vertex ``w`` has ``w``
+    as its missing vertex, so the count of ``w`` is the number of triangles that shading ``w``
+    completes."""
+    keep = 0
+    for k in range(ST[ST_NCAND]):
+        f = cand[k]
+        bits = F[f, F_BITS]
+        if bits & B_EMITTED != 0 or (bits >> R_SHIFT) & 3 != 2:
+            F[f, F_BITS] = bits & ~B_CAND
+            continue
+        cand[keep] = f
+        keep += 1
+        w = _missing_vertex(tris, f, vstate)
+        if w >= 0:
+            if gmark[w] != s:
+                gmark[w] = s
+                gval[w] = 0
+            gval[w] += 1
+    ST[ST_NCAND] = keep
+
+
+@njit(cache=True, _nrt=False)
 def _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr):
     """The untouched small component with the most vertices that fits in the rest of the
     batch (lowest id among equals), or -1."""
@@ -78,7 +128,7 @@ def _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _swap_with_closed_batch(ST, scalars):
     """Exchange the current batch's counters and memory scalars with the closed batch's."""
     for a, b in ((ST_SIZE, ST_PREV_SIZE), (ST_UNIQ, ST_PREV_UNIQ)):
@@ -91,7 +141,7 @@ def _swap_with_closed_batch(ST, scalars):
         ST[ST_PREV_SC + k] = tmp
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reopen_if_it_fits(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab):
     """Right after a batch was closed: does ``face`` still fit the closed batch?
 
@@ -110,9 +160,9 @@ def _reopen_if_it_fits(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, 
     return rot
 
 
-@njit(cache=True)
-def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_pv, snap_tab,
-                    voff, vfaces, rs, inrs, gmark, gval, rspos, cinfo, cls_off, cls_comps, cls_ptr):
+@njit(cache=True, _nrt=False)
+def select_triangle(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab,
+                    voff, vfaces, vstate, gmark, gval, cinfo, cls_off, cls_comps, cls_ptr, cand):
     """Pick the triangle to emit given the queue's top ``t``: ``(face, rotation)`` or ``(-1, -1)``
     when the batch must close.
 
@@ -130,42 +180,30 @@ def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_p
     does on the GPU (:func:`_reopen_if_it_fits`): the optimizer's batches stay the predictor's.
     """
     face = t
-    rcount = W[:, W_RCOUNT]
-    if P[P_FILL] != 0 and ST[ST_SIZE] > 0 and rcount[t] == 0:
+    heavy = P[P_HEAVY]
+    rc_top = (F[t, F_BITS] >> R_SHIFT) & 3
+    if P[P_FILL] != 0 and ST[ST_SIZE] > 0 and rc_top == 0:
         c = _find_filler(P, ST, cinfo, cls_off, cls_comps, cls_ptr)
         if c >= 0:
             face = cinfo[c, 2]
-    elif P[P_LOOKAHEAD] != 0 and rcount[t] == 2:
-        emitted_row = W[:, W_EMITTED]
-        ST[ST_FSTAMP] += 1
-        s = ST[ST_FSTAMP]
-        w = _missing_vertex(tris, t, inrs)
-        if w < 0:  # a degenerate triangle with both its vertices reusable: free
-            best_g = 1 << 40
-        else:
-            best_g = _completes(w, rcount, emitted_row, voff, vfaces)
-            gmark[w] = s
-            gval[w] = best_g
-        best_p = prio[t]
-        # the candidates: every remaining face with exactly two reusable vertices; the
-        # result does not depend on their order (ties go to the top, then the lowest index)
+    elif P[P_LOOKAHEAD] != 0 and rc_top == 2:
+        ST[ST_GSTAMP] += 1
+        s = ST[ST_GSTAMP]
+        _count_candidates(tris, ST, F, vstate, gmark, gval, cand, s)
+        best_g = _gain(_missing_vertex(tris, t, vstate), voff, heavy, gmark, gval, s)
+        best_p = F[t, F_PRIO]
+        # the result does not depend on the candidates' order (ties go to the top, then the
+        # lowest index)
         for k in range(ST[ST_NCAND]):
-            f = W[k, W_CAND]
+            f = cand[k]
             if f == t:
                 continue
-            wf = _missing_vertex(tris, f, inrs)
-            if wf < 0:
-                g = 1 << 40
-            elif gmark[wf] == s:
-                g = gval[wf]
-            else:
-                g = _completes(wf, rcount, emitted_row, voff, vfaces)
-                gmark[wf] = s
-                gval[wf] = g
-            if g > best_g or (g == best_g and (prio[f] > best_p or (prio[f] == best_p and face != t
-                                                                     and f < face))):
+            g = _gain(_missing_vertex(tris, f, vstate), voff, heavy, gmark, gval, s)
+            pf = F[f, F_PRIO]
+            if g > best_g or (g == best_g and (pf > best_p or (pf == best_p and face != t
+                                                               and f < face))):
                 best_g = g
-                best_p = prio[f]
+                best_p = pf
                 face = f
     rot = choose_rotation(tris, face, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_tab)
     if rot < 0 and face != t:
@@ -181,56 +219,3 @@ def select_triangle(tris, t, prio, P, ST, W, scalars, pv, table, snap_sc, snap_p
         if old_rot >= 0:
             rot = old_rot
     return face, rot
-
-
-@njit(cache=True)
-def find_components(tris, vertex_count, voff, vfaces, cap_u, cap_s):
-    """Connected components over shared vertices: face -> component, per component
-    ``(vertices, triangles, first face, touched)``, and the components that fit in one batch
-    (``vertices <= cap_u`` and ``3 * triangles <= cap_s``) grouped by vertex count (CSR, by id)."""
-    t_count = tris.shape[0]
-    comp = np.full(t_count, -1, np.int64)
-    queue = np.empty(t_count, np.int64)
-    vseen = np.zeros(max(vertex_count, 1), np.uint8)
-    info = np.zeros((t_count, 4), np.int64)
-    n = 0
-    for s in range(t_count):
-        if comp[s] >= 0:
-            continue
-        comp[s] = n
-        info[n, 2] = s
-        queue[0] = s
-        head = 0
-        tail = 1
-        nv = 0
-        while head < tail:
-            f = queue[head]
-            head += 1
-            for i in range(3):
-                v = tris[f, i]
-                if vseen[v] == 0:
-                    vseen[v] = 1
-                    nv += 1
-                    for q in range(voff[v], voff[v + 1]):
-                        g = vfaces[q]
-                        if comp[g] < 0:
-                            comp[g] = n
-                            queue[tail] = g
-                            tail += 1
-        info[n, 0] = nv
-        info[n, 1] = tail
-        n += 1
-    info = info[:n].copy()
-    counts = np.zeros(max(cap_u, 0) + 2, np.int64)
-    for c in range(n):
-        if info[c, 0] <= cap_u and 3 * info[c, 1] <= cap_s:
-            counts[info[c, 0] + 1] += 1
-    for k in range(counts.shape[0] - 1):
-        counts[k + 1] += counts[k]
-    comps = np.empty(counts[-1], np.int64)
-    fill = counts[:-1].copy()
-    for c in range(n):
-        if info[c, 0] <= cap_u and 3 * info[c, 1] <= cap_s:
-            comps[fill[info[c, 0]]] = c
-            fill[info[c, 0]] += 1
-    return comp, info, counts, comps

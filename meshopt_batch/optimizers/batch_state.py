@@ -23,35 +23,104 @@ from numba import njit
 
 from ..profiles import Profile
 from ..reuse import memory_code, new_memory
-from ..topology import face_adjacency, vertex_faces
-from .batch_layout import (N_COUNT, N_FLAG, P_BATCHED, P_BOUND16, P_DBALL, P_DCAP, P_FILL, P_KD,
-                           P_KIND, P_KN, P_KR, P_KV, P_LEN, P_LOOKAHEAD, P_MAXSIZE, P_MAXUNIQ,
-                           P_MEMSIZE, P_NEDGE, P_NMODE, P_PVW, P_ROTATE, ST_BATCHES, ST_INVOC,
-                           ST_LEN, ST_STEP, W_CPOS, W_ORDER, W_OUTD, W_OUTF, W_ROT, W_ROWS)
+from ..topology import vertex_faces
+from .batch_layout import (
+    F_PRIO,
+    F_ROWS,
+    N_COUNT,
+    N_FLAG,
+    P_BATCHED,
+    P_BOUND16,
+    P_DBALL,
+    P_DCAP,
+    P_FILL,
+    P_HEAVY,
+    P_KD,
+    P_KIND,
+    P_KN,
+    P_KR,
+    P_KV,
+    P_LEN,
+    P_LOOKAHEAD,
+    P_MAXSIZE,
+    P_MAXUNIQ,
+    P_MEMSIZE,
+    P_NEDGE,
+    P_NMODE,
+    P_PVW,
+    P_ROTATE,
+    ST_BATCHES,
+    ST_INVOC,
+    ST_LEN,
+    ST_STEP,
+)
 from .batch_queue import run_fast
-from .batch_select import find_components, select_triangle
-from .batch_steps import close_batch, emit_triangle
+from .batch_select import select_triangle
+from .batch_steps import close_batch, emit_triangle, take_changes
+from .batch_topology import corner_others, dual_graph, find_components
 
-__all__ = ["BatchState"]
+__all__ = ["BatchState", "HEAVY_VALENCE"]
+
+#: A vertex shared by more faces than this takes no part in eq. 1 (see :mod:`.batch`).
+HEAVY_VALENCE = 1024
 
 
 @njit(cache=True)
-def _initial_priorities(tris, voff, kv):
-    """Eq. 1 before the first triangle: ``k_v`` times the sum of each face's vertex valences
-    (a vertex repeated in a degenerate face counted once)."""
-    t_count = tris.shape[0]
-    prio = np.empty(t_count, np.int64)
-    for t in range(t_count):
+def _initial_priorities(tris, voff, kv, heavy, F, comp, small, small_shift):
+    """Eq. 1 before the first triangle: ``k_v`` times the sum of each face's (light) vertex
+    valences, a vertex repeated in a degenerate face counted once; ``small_shift`` added to
+    the faces of small components (``fill_small``)."""
+    for t in range(tris.shape[0]):
         a = tris[t, 0]
         b = tris[t, 1]
         c = tris[t, 2]
-        val = voff[a + 1] - voff[a]
-        if b != a:
-            val += voff[b + 1] - voff[b]
-        if c != a and c != b:
-            val += voff[c + 1] - voff[c]
-        prio[t] = kv * val
-    return prio
+        val = 0
+        va = voff[a + 1] - voff[a]
+        if va <= heavy:
+            val += va
+        vb = voff[b + 1] - voff[b]
+        if b != a and vb <= heavy:
+            val += vb
+        vc = voff[c + 1] - voff[c]
+        if c != a and c != b and vc <= heavy:
+            val += vc
+        p = kv * val
+        if small.shape[0] > 0 and small[comp[t]]:
+            p += small_shift
+        F[t, F_PRIO] = p
+
+
+@njit(cache=True)
+def _ordered(tris, order, rots, out):
+    """The triangles in emission order, each with its chosen rotation."""
+    for k in range(order.shape[0]):
+        t = order[k]
+        r = rots[k]
+        for i in range(3):
+            out[k, i] = tris[t, (i + r) % 3]
+
+
+@njit(cache=True)
+def _select_step(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff,
+                 vfaces, vstate, gmark, gval, cinfo, cls_off, cls_comps, cls_ptr, cand):
+    return select_triangle(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab,
+                           voff, vfaces, vstate, gmark, gval, cinfo, cls_off, cls_comps, cls_ptr, cand)
+
+
+@njit(cache=True)
+def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj, rs, vstate, bf,
+               flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, out_f, out_d):
+    emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj, rs, vstate,
+                  bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist)
+    return take_changes(F, ST, touched, out_f, out_d)
+
+
+@njit(cache=True)
+def _close_step(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+                touched, cand, dlist, out_f, out_d):
+    close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+                touched, cand, dlist)
+    return take_changes(F, ST, touched, out_f, out_d)
 
 
 class BatchState:
@@ -59,7 +128,7 @@ class BatchState:
 
     Parameters
     ----------
-    tris : (T, 3) int64 ndarray
+    tris : (T, 3) int32 ndarray
         The index buffer (C-contiguous).
     vertex_count : int
         Vertex buffer size.
@@ -74,17 +143,16 @@ class BatchState:
 
     def __init__(self, tris, vertex_count, prof: Profile, coeffs: dict, options: dict):
         t_count = tris.shape[0]
+        nv = max(vertex_count, 1)
         self.tris = tris
-        self.scalars, self.pv, self.table = new_memory(prof, vertex_count)
+        self.scalars, pv, self.table = new_memory(prof, vertex_count)
+        self.pv = pv.astype(np.int32)
+        del pv
         self.snap_sc = np.zeros_like(self.scalars)
         self.snap_tab = np.zeros_like(self.table)
         self.snap_pv = np.zeros(9, np.int64)
-        pvw = self.pv.shape[0] // max(vertex_count, 1) if vertex_count else 0
-        self.voff, self.vfaces = vertex_faces(tris, vertex_count)
-        if coeffs["k_d"] != 0 or options["n_neighbourhood"] == "edge":
-            self.aoff, self.adj = face_adjacency(tris, vertex_count)
-        else:
-            self.aoff, self.adj = np.zeros(t_count + 1, np.int64), np.zeros(1, np.int64)
+        pvw = self.pv.shape[0] // vertex_count if vertex_count else 0
+        self.voff, self.vfaces = vertex_faces(tris, vertex_count, dtype=np.int32)
         P = np.zeros(P_LEN, np.int64)
         P[P_KR], P[P_KV], P[P_KD], P[P_KN] = (coeffs[k] for k in ("k_r", "k_v", "k_d", "k_n"))
         P[P_MAXSIZE] = prof.max_size
@@ -101,74 +169,101 @@ class BatchState:
         P[P_DBALL] = int(options["d_region"] == "ball")
         P[P_LOOKAHEAD] = int(bool(options["lookahead"]))
         P[P_FILL] = int(bool(options["fill_small"]) and prof.batched)
+        P[P_HEAVY] = HEAVY_VALENCE
         self.P = P
+        if coeffs["k_d"] != 0 or options["n_neighbourhood"] == "edge":
+            others = corner_others(tris, self.voff)
+            self.aoff, self.adj = dual_graph(tris, self.voff, self.vfaces, others, P[P_HEAVY])
+            del others
+        else:
+            self.aoff, self.adj = np.zeros(t_count + 1, np.int32), np.zeros(1, np.int32)
         self.ST = np.zeros(ST_LEN, np.int64)
         self.ST[ST_STEP] = 1
         self.ST[ST_BATCHES] = 1 if t_count else 0
-        self.W = np.zeros((max(t_count, 1), W_ROWS), np.int64)
-        self.W[:, W_CPOS] = -1
+        self.F = np.zeros((max(t_count, 1), F_ROWS), np.int32)
         maxval = int(np.diff(self.voff).max()) if vertex_count else 0
-        self.flist = np.zeros(3 * maxval + 3, np.int64)
-        self.bfsq = np.zeros(3 * maxval + 3 if options["d_region"] == "ring" else max(t_count, 1), np.int64)
-        self.rs = np.zeros(max(vertex_count, 1) + 4 * prof.memory_size + 32, np.int64)
-        self.inrs = np.zeros(max(vertex_count, 1), np.uint8)
-        self.gmark = np.zeros(max(vertex_count, 1), np.int64)
-        self.rspos = np.zeros(max(vertex_count, 1), np.int64)
-        self.gval = np.zeros(max(vertex_count, 1), np.int64)
-        self.bf = np.zeros(max(t_count, 1) if prof.batched else 1, np.int64)
-        self.bstarts = np.zeros(t_count + 1, np.int64)
-        self.prio = _initial_priorities(tris, self.voff, P[P_KV])
+        ring = 3 * min(maxval, HEAVY_VALENCE) + 3
+        self.flist = np.zeros(ring, np.int32)
+        self.bfsq = np.zeros(ring if options["d_region"] == "ring" else max(t_count, 1), np.int32)
+        self.rs = np.zeros(nv + 4 * prof.memory_size + 32, np.int32)
+        self.vstate = np.zeros(nv, np.uint8)
+        self.gmark = np.zeros(nv, np.int32)
+        self.rspos = np.zeros(nv, np.int32)
+        self.gval = np.zeros(nv, np.int32)
+        batch_cap = t_count if prof.max_size == 0 else min(t_count, prof.max_size // 3 + 1)
+        self.bf = np.zeros(max(batch_cap, 1) if prof.batched else 1, np.int32)
+        self.bstarts = np.zeros(t_count + 1, np.int32)
+        self.order = np.zeros(t_count, np.int32)
+        self.rots = np.zeros(t_count, np.int8)
+        self.touched = np.empty(max(t_count, 1), np.int32)
+        self.cand = np.empty(max(t_count, 1), np.int32)
+        self.dlist = np.empty(max(t_count, 1) if coeffs["k_d"] != 0 else 1, np.int32)
         # components (faces sharing vertices); small ones fit in one batch
         cap_u = prof.max_uniques or prof.max_size
         cap_s = prof.max_size or 3 * prof.max_uniques
         self.comp, self.cinfo, self.cls_off, self.cls_comps = find_components(
-            tris, vertex_count, self.voff, self.vfaces, cap_u if P[P_FILL] else 0, cap_s)
+            tris, self.voff, cap_u if P[P_FILL] else 0, cap_s)
         self.cls_ptr = self.cls_off[:-1].copy()
-        if P[P_FILL]:
-            small = np.zeros(self.cinfo.shape[0], np.bool_)
-            small[self.cls_comps] = True
-            self.prio[small[self.comp]] -= P[P_KR] // 2
+        small = np.zeros(self.cinfo.shape[0] if P[P_FILL] else 0, np.bool_)
+        small[self.cls_comps] = True
+        _initial_priorities(tris, self.voff, P[P_KV], P[P_HEAVY], self.F, self.comp, small,
+                            -(P[P_KR] // 2))
+        self._out_f = self._out_d = None
+
+    @property
+    def prio(self) -> np.ndarray:
+        """The faces' priorities (a view of the face rows; the reference driver writes it)."""
+        return self.F[:, F_PRIO]
 
     # steps one at a time, for the Python reference driver (:mod:`.fibheap_reference`) ------
+    def _outputs(self):
+        if self._out_f is None:
+            n = max(self.tris.shape[0], 1)
+            self._out_f, self._out_d = np.empty(n, np.int64), np.empty(n, np.int64)
+        return self._out_f, self._out_d
+
     def select(self, t):
         """:func:`~.batch_select.select_triangle` for the queue's top ``t``: ``(face, rotation)``,
         or ``(-1, -1)`` when the batch must close."""
-        return select_triangle(self.tris, t, self.prio, self.P, self.ST, self.W, self.scalars,
-                               self.pv, self.table, self.snap_sc, self.snap_pv, self.snap_tab,
-                               self.voff, self.vfaces, self.rs, self.inrs, self.gmark, self.gval,
-                               self.rspos, self.cinfo, self.cls_off, self.cls_comps, self.cls_ptr)
+        return _select_step(self.tris, t, self.P, self.ST, self.F, self.scalars, self.pv,
+                            self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff,
+                            self.vfaces, self.vstate, self.gmark, self.gval, self.cinfo,
+                            self.cls_off, self.cls_comps, self.cls_ptr, self.cand)
 
     def emit(self, t, rot):
         """Emit face ``t`` rotated by ``rot``; returns the priority changes ``(faces, deltas)``."""
-        n = emit_triangle(self.tris, t, rot, self.P, self.ST, self.W, self.scalars, self.pv,
-                          self.table, self.voff, self.vfaces, self.aoff, self.adj, self.rs,
-                          self.inrs, self.bf, self.flist, self.bfsq, self.rspos, self.comp,
-                          self.cinfo)
-        return self.W[:n, W_OUTF], self.W[:n, W_OUTD]
+        out_f, out_d = self._outputs()
+        n = _emit_step(self.tris, t, rot, self.P, self.ST, self.F, self.scalars, self.pv,
+                       self.table, self.voff, self.vfaces, self.aoff, self.adj, self.rs,
+                       self.vstate, self.bf, self.flist, self.bfsq, self.rspos, self.comp,
+                       self.cinfo, self.order, self.rots, self.touched, self.cand, self.dlist,
+                       out_f, out_d)
+        return out_f[:n], out_d[:n]
 
     def close_batch(self):
         """Close the current batch; returns the priority changes ``(faces, deltas)``."""
-        n = close_batch(self.tris, self.P, self.ST, self.W, self.scalars, self.voff, self.vfaces,
-                        self.aoff, self.adj, self.rs, self.inrs, self.bf, self.bstarts, self.rspos)
-        return self.W[:n, W_OUTF], self.W[:n, W_OUTD]
+        out_f, out_d = self._outputs()
+        n = _close_step(self.tris, self.P, self.ST, self.F, self.scalars, self.voff, self.vfaces,
+                        self.aoff, self.adj, self.rs, self.vstate, self.bf, self.bstarts, self.rspos,
+                        self.touched, self.cand, self.dlist, out_f, out_d)
+        return out_f[:n], out_d[:n]
 
     # the whole loop, compiled ----------------------------------------------------------------
     def run_fast(self):
         """Algorithm 2's loop on the compiled bucket queue (:func:`~.batch_queue.run_fast`)."""
-        run_fast(self.tris, self.prio, self.P, self.ST, self.W, self.scalars, self.pv, self.table,
+        run_fast(self.tris, self.P, self.ST, self.F, self.scalars, self.pv, self.table,
                  self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces, self.aoff,
-                 self.adj, self.rs, self.inrs, self.bf, self.flist, self.bfsq, self.bstarts,
+                 self.adj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,
                  self.gmark, self.gval, self.rspos, self.comp, self.cinfo, self.cls_off,
-                 self.cls_comps, self.cls_ptr)
+                 self.cls_comps, self.cls_ptr, self.order, self.rots, self.touched, self.cand,
+                 self.dlist)
 
     # results ---------------------------------------------------------------------------------
-    def ordered_triangles(self) -> np.ndarray:
+    def ordered_triangles(self, dtype=np.int64) -> np.ndarray:
         """The input triangles in emission order, each with its chosen rotation."""
-        t_count = self.tris.shape[0]
-        order = self.W[:t_count, W_ORDER]
-        rot = self.W[:t_count, W_ROT]
-        cols = (np.arange(3)[None, :] + rot[:, None]) % 3
-        return self.tris[order[:, None], cols]
+        out = np.empty((self.tris.shape[0], 3), dtype)
+        _ordered(self.tris, self.order, self.rots, out)
+        return out
 
     def model_batches(self) -> int:
         """Batches the optimizer formed (its own model, before any post-process)."""

@@ -8,14 +8,22 @@ updates the priorities of eq. 1 around it: ``R`` for the vertices that enter the
 is added to the faces next to the batch.
 
 A step does not touch the queue.  It accumulates one merged change per face
-(:func:`add_change`) and :func:`flush_changes` writes them, in order of first touch, as the
-list ``(W[:n, W_OUTF], W[:n, W_OUTD])`` the queue driver applies (:mod:`.batch_queue`,
-:mod:`.fibheap_reference`).  The step also keeps the lookahead's candidate list current (faces
-with exactly two reusable vertices, :func:`change_reusable_count`).
+(:func:`add_change`) in the face's row and lists the faces in order of first touch; the queue
+driver applies the list in that order and clears it (:mod:`.batch_queue`; the Python reference
+driver of :mod:`.fibheap_reference` reads it through :func:`take_changes`).  The step also
+keeps the lookahead's candidates listed (faces with exactly two reusable vertices,
+:func:`change_reusable_count`).
+
+Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.batch`): their
+faces are skipped by every loop here, so each step costs O(1) around them.
 
 The ``D`` term's region and cap are documented choices of :mod:`.batch` (``d_cap``,
 ``d_region``): :func:`_distance_terms_ring` (the one-ring, default) and
 :func:`_distance_terms_ball` (dual-graph ball).
+
+The step functions are compiled without numba's reference counting (``_nrt=False``: they
+allocate nothing), so calling them with some thirty arrays per step costs no atomic
+increments; the driver loop of :mod:`.batch_queue` is compiled the same way.
 
 References
 ----------
@@ -31,75 +39,122 @@ from numba import njit
 
 from ..reuse import KIND_LOOKBACK, S_BATCH_START, mem_new_batch, note_block
 from .batch_fit import mem_lookup, mem_touch, still_reusable
-from .batch_layout import (N_COUNT, P_BATCHED, P_BOUND16, P_DBALL, P_DCAP, P_KD, P_KIND, P_KN, P_KR,
-                           P_KV, P_MEMSIZE, P_NEDGE, P_NMODE, ST_BATCHES, ST_BF, ST_CLOSES, ST_DL,
-                           ST_EMITTED, ST_FSTAMP, ST_INVOC, ST_NCAND, ST_NTOUCH, ST_PREV_SC,
-                           ST_PREV_SIZE, ST_PREV_UNIQ, ST_REOPEN, ST_RS, ST_SIZE, ST_STEP, ST_UNIQ,
-                           W_ACC, W_ACCMARK, W_CAND, W_CPOS, W_DIST, W_DL, W_DLIN, W_EMITTED,
-                           W_FDIST, W_FMARK, W_NFLAG, W_ORDER, W_OUTD, W_OUTF, W_RCOUNT, W_ROT,
-                           W_TOUCHED)
+from .batch_layout import (
+    B_CAND,
+    B_DLIST,
+    B_EMITTED,
+    B_NFLAG,
+    D_SHIFT,
+    F_ACC,
+    F_BITS,
+    F_DIST,
+    F_MARK,
+    F_STEP,
+    N_COUNT,
+    P_BATCHED,
+    P_BOUND16,
+    P_DBALL,
+    P_DCAP,
+    P_HEAVY,
+    P_KD,
+    P_KIND,
+    P_KN,
+    P_KR,
+    P_KV,
+    P_MEMSIZE,
+    P_NEDGE,
+    P_NMODE,
+    R_ONE,
+    R_SHIFT,
+    ST_BATCHES,
+    ST_BF,
+    ST_CLOSES,
+    ST_DL,
+    ST_EMITTED,
+    ST_FSTAMP,
+    ST_INVOC,
+    ST_NCAND,
+    ST_NTOUCH,
+    ST_PREV_SC,
+    ST_PREV_SIZE,
+    ST_PREV_UNIQ,
+    ST_REOPEN,
+    ST_RS,
+    ST_SIZE,
+    ST_STEP,
+    ST_UNIQ,
+    V_NSPREAD,
+    V_REUSABLE,
+)
 
-__all__ = ["add_change", "change_reusable_count", "flush_changes", "emit_triangle", "close_batch"]
+__all__ = ["add_change", "change_reusable_count", "take_changes", "emit_triangle", "close_batch",
+           "is_heavy"]
 
 
-@njit(cache=True)
-def add_change(W, ST, f, d):
+@njit(cache=True, _nrt=False)
+def is_heavy(voff, heavy, v):
+    """Does vertex ``v`` have more than ``heavy`` faces (no part in eq. 1)?"""
+    return voff[v + 1] - voff[v] > heavy
+
+
+@njit(cache=True, _nrt=False)
+def add_change(F, ST, touched, f, d):
     """Accumulate a priority change for face ``f`` in the current step."""
-    if W[f, W_ACCMARK] != ST[ST_STEP]:
-        W[f, W_ACCMARK] = ST[ST_STEP]
-        W[f, W_ACC] = 0
-        W[ST[ST_NTOUCH], W_TOUCHED] = f
+    if F[f, F_STEP] != ST[ST_STEP]:
+        F[f, F_STEP] = ST[ST_STEP]
+        F[f, F_ACC] = d
+        touched[ST[ST_NTOUCH]] = f
         ST[ST_NTOUCH] += 1
-    W[f, W_ACC] += d
+    else:
+        F[f, F_ACC] += d
 
 
-@njit(cache=True)
-def _drop_candidate(W, ST, f):
-    """Take face ``f`` off the lookahead's candidate list (swap with the last entry)."""
-    k = W[f, W_CPOS]
-    last = W[ST[ST_NCAND] - 1, W_CAND]
-    W[k, W_CAND] = last
-    W[last, W_CPOS] = k
-    W[f, W_CPOS] = -1
-    ST[ST_NCAND] -= 1
-
-
-@njit(cache=True)
-def change_reusable_count(W, ST, f, delta):
-    """Change the count of reusable vertices of face ``f``; keep the list of faces that
-    reuse exactly two (the lookahead's candidates) current."""
-    old = W[f, W_RCOUNT]
-    new = old + delta
-    W[f, W_RCOUNT] = new
-    if new == 2:
-        W[ST[ST_NCAND], W_CAND] = f
-        W[f, W_CPOS] = ST[ST_NCAND]
+@njit(cache=True, _nrt=False)
+def change_reusable_count(F, ST, cand, f, delta):
+    """Change the count of reusable vertices of face ``f``; a face reaching two is listed as a
+    lookahead candidate (once: stale entries are dropped when the list is scanned)."""
+    bits = F[f, F_BITS] + delta * R_ONE
+    if (bits >> R_SHIFT) & 3 == 2 and bits & B_CAND == 0:
+        bits |= B_CAND
+        cand[ST[ST_NCAND]] = f
         ST[ST_NCAND] += 1
-    elif old == 2:
-        _drop_candidate(W, ST, f)
+    F[f, F_BITS] = bits
 
 
-@njit(cache=True)
-def flush_changes(W, ST):
-    """Turn the step's accumulated changes into the output list; returns its length."""
+@njit(cache=True, _nrt=False)
+def take_changes(F, ST, touched, out_faces, out_deltas):
+    """The step's accumulated changes as ``(face, delta)`` lists (for the Python reference
+    driver, which applies them itself); clears the step.  Returns the number of changes."""
     n = 0
     for k in range(ST[ST_NTOUCH]):
-        f = W[k, W_TOUCHED]
-        d = W[f, W_ACC]
-        if d != 0 and W[f, W_EMITTED] == 0:
-            W[n, W_OUTF] = f
-            W[n, W_OUTD] = d
+        f = touched[k]
+        d = F[f, F_ACC]
+        if d != 0 and F[f, F_BITS] & B_EMITTED == 0:
+            out_faces[n] = f
+            out_deltas[n] = d
             n += 1
     ST[ST_NTOUCH] = 0
     ST[ST_STEP] += 1
     return n
 
 
-@njit(cache=True)
-def _distance_terms_ring(tris, t, P, ST, W, voff, vfaces, aoff, adj, flist, bfsq):
-    """Lines 21-24: dual-graph distance from ``t`` to the faces sharing one of its vertices."""
+@njit(cache=True, _nrt=False)
+def _add_distance(F, ST, touched, dlist, f, d):
+    add_change(F, ST, touched, f, d)
+    F[f, F_DIST] += d
+    if F[f, F_BITS] & B_DLIST == 0:
+        F[f, F_BITS] |= B_DLIST
+        dlist[ST[ST_DL]] = f
+        ST[ST_DL] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq, touched, dlist):
+    """Lines 21-24: dual-graph distance from ``t`` to the faces sharing one of its (light)
+    vertices."""
     kd = P[P_KD]
     cap = P[P_DCAP]
+    heavy = P[P_HEAVY]
     ST[ST_FSTAMP] += 1
     s = ST[ST_FSTAMP]
     a = tris[t, 0]
@@ -107,98 +162,100 @@ def _distance_terms_ring(tris, t, P, ST, W, voff, vfaces, aoff, adj, flist, bfsq
     n = 0
     for i in range(3):
         v = tris[t, i]
-        if (i == 1 and v == a) or (i == 2 and (v == a or v == b)):
+        if (i == 1 and v == a) or (i == 2 and (v == a or v == b)) or is_heavy(voff, heavy, v):
             continue
         for k in range(voff[v], voff[v + 1]):
             f = vfaces[k]
-            if W[f, W_FMARK] != s:
-                W[f, W_FMARK] = s
-                W[f, W_FDIST] = -1
+            if F[f, F_MARK] != s:
+                F[f, F_MARK] = s
+                F[f, F_BITS] = (F[f, F_BITS] & 0xFFFF) | (-1 << D_SHIFT)
                 flist[n] = f
                 n += 1
-    W[t, W_FDIST] = 0
+    F[t, F_BITS] = F[t, F_BITS] & 0xFFFF
     bfsq[0] = t
     head = 0
     tail = 1
     while head < tail:
         g = bfsq[head]
         head += 1
-        dg = W[g, W_FDIST] + 1
+        dg = (F[g, F_BITS] >> D_SHIFT) + 1
         for k in range(aoff[g], aoff[g + 1]):
             h = adj[k]
-            if W[h, W_FMARK] == s and W[h, W_FDIST] < 0:
-                W[h, W_FDIST] = dg
+            if F[h, F_MARK] == s and F[h, F_BITS] < 0:
+                F[h, F_BITS] = (F[h, F_BITS] & 0xFFFF) | (min(dg, 32767) << D_SHIFT)
                 bfsq[tail] = h
                 tail += 1
     for i in range(n):
         f = flist[i]
-        if f != t and W[f, W_EMITTED] == 0 and W[f, W_FDIST] > 0:
-            dist = W[f, W_FDIST]
+        bits = F[f, F_BITS]
+        if f != t and bits & B_EMITTED == 0 and bits > 0xFFFF:
+            dist = bits >> D_SHIFT
             if cap > 0:
                 # faces beyond the one-ring count as distance ``cap``: D(f) - cap * |batch|
                 d = kd * (min(dist, cap) - cap)
             else:
                 d = kd * dist
-            add_change(W, ST, f, d)
-            W[f, W_DIST] += d
-            if W[f, W_DLIN] == 0:
-                W[f, W_DLIN] = 1
-                W[ST[ST_DL], W_DL] = f
-                ST[ST_DL] += 1
+            _add_distance(F, ST, touched, dlist, f, d)
 
 
-@njit(cache=True)
-def _distance_terms_ball(t, P, ST, W, aoff, adj, bfsq):
+@njit(cache=True, _nrt=False)
+def _distance_terms_ball(t, P, ST, F, aoff, adj, bfsq, touched, dlist):
     """D over the dual-graph ball of radius ``cap - 1`` around ``t`` (``d_region="ball"``)."""
     kd = P[P_KD]
     cap = P[P_DCAP]
     ST[ST_FSTAMP] += 1
     s = ST[ST_FSTAMP]
-    W[t, W_FMARK] = s
-    W[t, W_FDIST] = 0
+    F[t, F_MARK] = s
+    F[t, F_BITS] = F[t, F_BITS] & 0xFFFF
     bfsq[0] = t
     head = 0
     tail = 1
     while head < tail:
         g = bfsq[head]
         head += 1
-        dg = W[g, W_FDIST] + 1
+        dg = (F[g, F_BITS] >> D_SHIFT) + 1
         if dg >= cap:
             continue
         for k in range(aoff[g], aoff[g + 1]):
             h = adj[k]
-            if W[h, W_FMARK] != s:
-                W[h, W_FMARK] = s
-                W[h, W_FDIST] = dg
+            if F[h, F_MARK] != s:
+                F[h, F_MARK] = s
+                F[h, F_BITS] = (F[h, F_BITS] & 0xFFFF) | (min(dg, 32767) << D_SHIFT)
                 bfsq[tail] = h
                 tail += 1
-                if W[h, W_EMITTED] == 0:
-                    d = kd * (dg - cap)
-                    add_change(W, ST, h, d)
-                    W[h, W_DIST] += d
-                    if W[h, W_DLIN] == 0:
-                        W[h, W_DLIN] = 1
-                        W[ST[ST_DL], W_DL] = h
-                        ST[ST_DL] += 1
+                if F[h, F_BITS] & B_EMITTED == 0:
+                    _add_distance(F, ST, touched, dlist, h, kd * (dg - cap))
 
 
-@njit(cache=True)
-def emit_triangle(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff, adj,
-                  rs, inrs, bf, flist, bfsq, rspos, comp, cinfo):
-    """Add ``t`` to the batch (Algorithm 2, lines 14-31); returns the number of changes."""
+@njit(cache=True, _nrt=False)
+def _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand):
+    """A vertex leaves the reusable set: its faces lose ``R`` (and gain ``N`` in count mode)."""
+    if is_heavy(voff, heavy, v):
+        return
+    for q in range(voff[v], voff[v + 1]):
+        f = vfaces[q]
+        if F[f, F_BITS] & B_EMITTED == 0:
+            add_change(F, ST, touched, f, d)
+            change_reusable_count(F, ST, cand, f, -1)
+
+
+@njit(cache=True, _nrt=False)
+def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj,
+                  rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist):
+    """Add ``t`` to the batch (Algorithm 2, lines 14-31); the changes stay listed in
+    ``touched`` for the driver."""
     kr = P[P_KR]
     kv = P[P_KV]
     kn = P[P_KN]
+    heavy = P[P_HEAVY]
     msize = P[P_MEMSIZE]
     bound16 = P[P_BOUND16] != 0
     k = ST[ST_EMITTED]
     pos = 3 * k
-    W[k, W_ORDER] = t
-    W[k, W_ROT] = rot
-    W[t, W_EMITTED] = 1
+    order[k] = t
+    rots[k] = rot
+    F[t, F_BITS] |= B_EMITTED
     cinfo[comp[t], 3] = 1
-    if W[t, W_CPOS] >= 0:
-        _drop_candidate(W, ST, t)
     added = 0
     for i in range(3):
         v = np.int64(tris[t, (i + rot) % 3])
@@ -218,27 +275,27 @@ def emit_triangle(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff
     # lines 17-20: R for vertices entering the reusable set, V for the removed face
     for i in range(3):
         v = tris[t, i]
-        if (i == 1 and v == a) or (i == 2 and (v == a or v == b)):
+        if (i == 1 and v == a) or (i == 2 and (v == a or v == b)) or is_heavy(voff, heavy, v):
             continue
-        entering = inrs[v] == 0
+        entering = vstate[v] & V_REUSABLE == 0
         d = kr - kv if entering else -kv
         for q in range(voff[v], voff[v + 1]):
             f = vfaces[q]
-            if W[f, W_EMITTED] == 0:
-                add_change(W, ST, f, d)
+            if F[f, F_BITS] & B_EMITTED == 0:
+                add_change(F, ST, touched, f, d)
                 if entering:
-                    change_reusable_count(W, ST, f, 1)
+                    change_reusable_count(F, ST, cand, f, 1)
     # lines 21-24: D
     if P[P_KD] != 0:
         if P[P_DBALL] != 0:
-            _distance_terms_ball(t, P, ST, W, aoff, adj, bfsq)
+            _distance_terms_ball(t, P, ST, F, aoff, adj, bfsq, touched, dlist)
         else:
-            _distance_terms_ring(tris, t, P, ST, W, voff, vfaces, aoff, adj, flist, bfsq)
+            _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq, touched, dlist)
     # line 25
     for i in range(3):
         v = tris[t, i]
-        if inrs[v] == 0:
-            inrs[v] = 1
+        if vstate[v] & V_REUSABLE == 0:
+            vstate[v] |= V_REUSABLE
             rspos[v] = ST[ST_RS]
             rs[ST[ST_RS]] = v
             ST[ST_RS] += 1
@@ -251,9 +308,9 @@ def emit_triangle(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff
         window = P[P_MEMSIZE]
         n_out = 0
         for p in range(max(pos - window, scalars[S_BATCH_START]), max(pos + 3 - window, 0)):
-            k = p // 3
-            v = tris[W[k, W_ORDER], (p % 3 + W[k, W_ROT]) % 3]
-            if inrs[v] != 0 and not still_reusable(P, scalars, pv, table, v, nxt):
+            q = p // 3
+            v = tris[order[q], (p % 3 + rots[q]) % 3]
+            if vstate[v] & V_REUSABLE != 0 and not still_reusable(P, scalars, pv, table, v, nxt):
                 dup = False
                 for j in range(n_out):
                     if flist[j] == v:
@@ -270,72 +327,61 @@ def emit_triangle(tris, t, rot, P, ST, W, scalars, pv, table, voff, vfaces, aoff
                     flist[b_] = tmp
         for j in range(n_out):
             v = flist[j]
-            inrs[v] = 0
-            for q in range(voff[v], voff[v + 1]):
-                f = vfaces[q]
-                if W[f, W_EMITTED] == 0:
-                    add_change(W, ST, f, d)
-                    change_reusable_count(W, ST, f, -1)
+            vstate[v] &= ~V_REUSABLE
+            _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
         if ST[ST_RS] > 4 * window + 16:
-            _compact_reusable_list(rs, rspos, inrs, ST)
+            _compact_reusable_list(rs, rspos, vstate, ST)
     else:
         keep = 0
         for j in range(ST[ST_RS]):
             v = rs[j]
-            if inrs[v] == 0 or rspos[v] != j:
+            if vstate[v] & V_REUSABLE == 0 or rspos[v] != j:
                 continue
             if still_reusable(P, scalars, pv, table, v, nxt):
                 rs[keep] = v
                 rspos[v] = keep
                 keep += 1
             else:
-                inrs[v] = 0
-                for q in range(voff[v], voff[v + 1]):
-                    f = vfaces[q]
-                    if W[f, W_EMITTED] == 0:
-                        add_change(W, ST, f, d)
-                        change_reusable_count(W, ST, f, -1)
+                vstate[v] &= ~V_REUSABLE
+                _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
         ST[ST_RS] = keep
-    return flush_changes(W, ST)
 
 
-@njit(cache=True)
-def _compact_reusable_list(rs, rspos, inrs, ST):
+@njit(cache=True, _nrt=False)
+def _compact_reusable_list(rs, rspos, vstate, ST):
     """Drop the entries of forgotten vertices from the reusable list, keeping its order."""
     keep = 0
     for j in range(ST[ST_RS]):
         v = rs[j]
-        if inrs[v] != 0 and rspos[v] == j:
+        if vstate[v] & V_REUSABLE != 0 and rspos[v] == j:
             rs[keep] = v
             rspos[v] = keep
             keep += 1
     ST[ST_RS] = keep
 
 
-@njit(cache=True)
-def close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, bstarts, rspos):
-    """Batch boundary (Algorithm 2, lines 33-41); returns the number of changes."""
+@njit(cache=True, _nrt=False)
+def close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+                touched, cand, dlist):
+    """Batch boundary (Algorithm 2, lines 33-41); the changes stay listed in ``touched``."""
     kr = P[P_KR]
     kn = P[P_KN]
+    heavy = P[P_HEAVY]
     count_mode = P[P_NMODE] == N_COUNT
     d = -kr + (kn if count_mode else 0)
     for j in range(ST[ST_RS]):
         v = rs[j]
-        if inrs[v] == 0 or rspos[v] != j:
+        if vstate[v] & V_REUSABLE == 0 or rspos[v] != j:
             continue
-        inrs[v] = 0
-        for q in range(voff[v], voff[v + 1]):
-            f = vfaces[q]
-            if W[f, W_EMITTED] == 0:
-                add_change(W, ST, f, d)
-                change_reusable_count(W, ST, f, -1)
+        vstate[v] &= ~V_REUSABLE
+        _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
     ST[ST_RS] = 0
     for j in range(ST[ST_DL]):
-        f = W[j, W_DL]
-        if W[f, W_EMITTED] == 0:
-            add_change(W, ST, f, -W[f, W_DIST])
-        W[f, W_DIST] = 0
-        W[f, W_DLIN] = 0
+        f = dlist[j]
+        if F[f, F_BITS] & B_EMITTED == 0:
+            add_change(F, ST, touched, f, -F[f, F_DIST])
+        F[f, F_DIST] = 0
+        F[f, F_BITS] &= ~B_DLIST
     ST[ST_DL] = 0
     if not count_mode and kn != 0:
         for j in range(ST[ST_BF]):
@@ -343,17 +389,21 @@ def close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, 
             if P[P_NEDGE] != 0:
                 for q in range(aoff[g], aoff[g + 1]):
                     f = adj[q]
-                    if W[f, W_EMITTED] == 0 and W[f, W_NFLAG] == 0:
-                        W[f, W_NFLAG] = 1
-                        add_change(W, ST, f, kn)
+                    if F[f, F_BITS] & (B_EMITTED | B_NFLAG) == 0:
+                        F[f, F_BITS] |= B_NFLAG
+                        add_change(F, ST, touched, f, kn)
             else:
                 for i in range(3):
                     v = tris[g, i]
+                    # a vertex spread once has every remaining face flagged already
+                    if vstate[v] & V_NSPREAD != 0 or is_heavy(voff, heavy, v):
+                        continue
+                    vstate[v] |= V_NSPREAD
                     for q in range(voff[v], voff[v + 1]):
                         f = vfaces[q]
-                        if W[f, W_EMITTED] == 0 and W[f, W_NFLAG] == 0:
-                            W[f, W_NFLAG] = 1
-                            add_change(W, ST, f, kn)
+                        if F[f, F_BITS] & (B_EMITTED | B_NFLAG) == 0:
+                            F[f, F_BITS] |= B_NFLAG
+                            add_change(F, ST, touched, f, kn)
     ST[ST_BF] = 0
     # the closed batch's state, in case the next triangle still fits it (see select_triangle)
     ST[ST_REOPEN] = 1
@@ -367,4 +417,3 @@ def close_batch(tris, P, ST, W, scalars, voff, vfaces, aoff, adj, rs, inrs, bf, 
     ST[ST_CLOSES] += 1
     bstarts[ST[ST_BATCHES]] = ST[ST_EMITTED]
     ST[ST_BATCHES] += 1
-    return flush_changes(W, ST)
