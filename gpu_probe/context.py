@@ -49,7 +49,7 @@ def _create():
     try:
         import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
     except ImportError as exc:  # pragma: no cover - moderngl is a dependency
-        raise GLUnavailableError(f"moderngl is not importable ({exc}); pip install moderngl")
+        raise GLUnavailableError(f"moderngl is not importable ({exc}); pip install moderngl") from None
     chatter: list[str] = []
     try:
         with _fd2_captured(chatter):

@@ -37,6 +37,11 @@ limit                          value             why
 :data:`MAX_ELEMENTS`           2^32              an element count no 32-bit index can address;
                                                  counts are also checked against the memory
                                                  available (:func:`check_memory`)
+optimizing a mesh file         memory            ``meshopt-batch optimize`` first checks its
+                                                 working-memory estimate (16 MiB + 3 x the file's
+                                                 bytes + 400 B per triangle, measured in
+                                                 :mod:`meshopt_batch_app.library.memory`)
+                                                 against the memory available
 :data:`FLOAT32_MAX`            3.4028235e38      positions and transforms are float32 on the GPU
                                                  and in the pipeline model: a larger number
                                                  becomes infinity

@@ -278,6 +278,14 @@ def test_screen_checked_against_available_memory(tmp_path, monkeypatch):
     assert one_error(run) == "a 16384x16384 screen needs about 25.0 GiB, more than the 1.0 GiB of memory available"
 
 
+def test_optimize_checks_the_estimated_memory_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "available_memory", lambda: 10 << 20)
+    mesh = save_mesh(quad_mesh(), tmp_path / "m.obj")
+    run = run_cli("optimize", mesh, "-o", tmp_path / "o.ply")
+    assert one_error(run, tmp_path, {"m.obj"}) == (f"optimizing {mesh} needs about 16.0 MiB, more than the 10.0 MiB "
+                                                   "of memory available")
+
+
 def test_report_frames_limit(tmp_path):
     run = run_cli("report", "--out", tmp_path / "r", "--frames", "0")
     assert one_error(run) == "--frames 0: must be 1..1,000,000"

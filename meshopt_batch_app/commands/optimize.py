@@ -25,11 +25,13 @@ from pathlib import Path
 
 from meshopt_batch.asset import AssetOptions, optimize_file
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.limits import check_memory
 from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
 from meshopt_batch.optimizers.overdraw import check_threshold, overdraw_variant
 from meshopt_batch.profiles import get_profile
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
+from ..library.memory import estimate_memory, estimate_triangles
 from ..options import add_method, add_profile
 
 DEFAULT_PROFILE = "nvidia_gl"
@@ -101,6 +103,9 @@ def run(args) -> int:
     if src_path.is_dir():
         return optimize_directory(args, asset_options)
     reject_directory_options(args)
+    if src_path.is_file():
+        size = src_path.stat().st_size      # a header's count is believed only as far as the bytes go
+        check_memory(estimate_memory(size, min(estimate_triangles(src_path), size // 2)), f"optimizing {src_path}")
     replaces_input = out_path.exists() and src_path.exists() and os.path.samefile(out_path, src_path)
     report = optimize_file(src_path, out_path, asset_options)
     if replaces_input:
