@@ -186,8 +186,8 @@ def _scene(tmp_path, edit) -> Path:
      "objects[0].mesh: shape 'box': would have 16,016,000 triangles, over the limit of 4,194,304 "
      "for a generated mesh"),
     (lambda d: d["objects"][0].__setitem__("mesh", {"library": "teapot"}),
-     "objects[0].mesh.library: unknown library mesh 'teapot' (known: cube, grid, icosphere, random_soup, torus, "
-     "uv_sphere, box, cone, cylinder, plane, quad, sphere, torus)"),
+     "objects[0].mesh.library: unknown library mesh 'teapot' (known: box, cone, cube, cylinder, grid, icosphere, "
+     "plane, quad, random_soup, sphere, torus, uv_sphere)"),
     (lambda d: d["objects"][0].__setitem__("mesh", {"shape": "teapot", "fallback": "box"}),
      "objects[0].mesh.shape: unknown shape mesh 'teapot' (known: box, plane, quad, sphere, cylinder, cone, torus)"),
 ])

@@ -97,7 +97,7 @@ def _generator(kind: str, name: Any, ctx: str):
         return "library", LIBRARY_GENERATORS[name]
     if name in shapes.SHAPES:
         return "shape", shapes.SHAPES[name]
-    known = ", ".join(sorted(LIBRARY_GENERATORS) + sorted(shapes.SHAPES)) if kind == "library" \
+    known = ", ".join(sorted(set(LIBRARY_GENERATORS) | set(shapes.SHAPES))) if kind == "library" \
         else ", ".join(shapes.SHAPES)
     raise SceneError(f"{ctx}.{kind}: unknown {kind} mesh {name!r} (known: {known})")
 
