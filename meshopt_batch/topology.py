@@ -12,13 +12,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def _vertex_faces(tris, offsets):
-    """Fill ``offsets`` (zeros, ``V + 1`` entries) and return ``faces``, both of offsets' type.
-
-    Counts go to ``offsets[v]`` and become running ends; the triangles are then placed
-    back to front, each decrementing its vertices' ends, which leaves every start in
-    ``offsets[v]`` and every list in ascending face order without a cursor array.
-    """
+def _running_ends(tris, offsets):
+    """Count each vertex's distinct-corner faces into ``offsets[v]`` (zeros, ``V + 1``
+    entries) and turn the counts into running ends; ``offsets[V]`` is the total."""
     t_count = tris.shape[0]
     vertex_count = offsets.shape[0] - 1
     for t in range(t_count):
@@ -32,8 +28,19 @@ def _vertex_faces(tris, offsets):
         offsets[v] += offsets[v - 1]
     if vertex_count > 0:
         offsets[vertex_count] = offsets[vertex_count - 1]
-    faces = np.empty(offsets[vertex_count], offsets.dtype)
-    for t in range(t_count - 1, -1, -1):
+
+
+@njit(cache=True)
+def _vertex_faces(tris, offsets):
+    """Fill ``offsets`` (zeros, ``V + 1`` entries) and return ``faces``, both of offsets' type.
+
+    After :func:`_running_ends` the triangles are placed back to front, each decrementing its
+    vertices' ends, which leaves every start in ``offsets[v]`` and every list in ascending
+    face order without a cursor array.
+    """
+    _running_ends(tris, offsets)
+    faces = np.empty(offsets[offsets.shape[0] - 1], offsets.dtype)
+    for t in range(tris.shape[0] - 1, -1, -1):
         a, b, c = tris[t, 0], tris[t, 1], tris[t, 2]
         offsets[a] -= 1
         faces[offsets[a]] = t
@@ -44,6 +51,31 @@ def _vertex_faces(tris, offsets):
             offsets[c] -= 1
             faces[offsets[c]] = t
     return faces
+
+
+@njit(cache=True)
+def _vertex_corners(tris, offsets):
+    """As :func:`_vertex_faces`, entries ``4 * face + corner``, plus ``place[face, corner]``."""
+    _running_ends(tris, offsets)
+    entries = np.empty(offsets[offsets.shape[0] - 1], offsets.dtype)
+    place = np.empty((tris.shape[0], 3), offsets.dtype)
+    for t in range(tris.shape[0] - 1, -1, -1):
+        a, b, c = tris[t, 0], tris[t, 1], tris[t, 2]
+        s = offsets[a] - 1
+        offsets[a] = s
+        entries[s] = 4 * t
+        place[t, 0] = s
+        if b != a:
+            s = offsets[b] - 1
+            offsets[b] = s
+            entries[s] = 4 * t + 1
+            place[t, 1] = s
+        if c != a and c != b:
+            s = offsets[c] - 1
+            offsets[c] = s
+            entries[s] = 4 * t + 2
+            place[t, 2] = s
+    return entries, place
 
 
 def vertex_faces(triangles: np.ndarray, vertex_count: int | None = None, dtype=np.int64):
@@ -74,6 +106,29 @@ def vertex_faces(triangles: np.ndarray, vertex_count: int | None = None, dtype=n
         raise ValueError(f"vertex_faces: {tris.shape[0]} triangles need int64 face lists")
     offsets = np.zeros(int(vertex_count) + 1, dtype)
     return offsets, _vertex_faces(tris, offsets)
+
+
+def vertex_corners(triangles: np.ndarray, vertex_count: int | None = None):
+    """Corners around each vertex as CSR arrays, with the place of every entry.
+
+    The lists of :func:`vertex_faces` (same offsets, same ascending face order) with each
+    entry ``4 * face + corner``, ``corner`` the first corner of ``face`` that holds the
+    vertex, and ``place[face, corner]`` the entry's index in ``entries``: an algorithm that
+    reorders the lists keeps ``place`` up to date and takes a face out of a list in O(1).
+
+    Returns
+    -------
+    offsets : (V + 1,) int32 (int64 when ``4 T`` exceeds int32)
+    entries : (sum of valences,) same type
+    place : (T, 3) same type; only the distinct corners' entries are set
+    """
+    tris = _as_triangles(triangles)
+    if vertex_count is None:
+        vertex_count = int(tris.max()) + 1 if tris.size else 0
+    dtype = np.int32 if 4 * tris.shape[0] + 3 <= np.iinfo(np.int32).max else np.int64
+    offsets = np.zeros(int(vertex_count) + 1, dtype)
+    entries, place = _vertex_corners(tris, offsets)
+    return offsets, entries, place
 
 
 def face_index_type(triangle_count: int):

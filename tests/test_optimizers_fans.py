@@ -22,7 +22,7 @@ from meshopt_batch.optimizers._heaps import (
 from meshopt_batch.optimizers._output import NO_ORDER
 from meshopt_batch.optimizers.hoppe import _edge_adjacency
 from meshopt_batch.reuse import predict
-from meshopt_batch.topology import face_index_type, vertex_faces
+from meshopt_batch.topology import face_index_type, vertex_corners, vertex_faces
 
 METHODS = ("hoppe", "kcache", "tipsify", "forsyth")
 
@@ -149,12 +149,12 @@ def test_predicted_invocations_exact(name):
 
 def _forsyth_kernel_order(tris, heavy_valence):
     tris = np.ascontiguousarray(tris, np.uint32)
-    offsets, faces = vertex_faces(tris, None, np.int32)
+    offsets, entries, place = vertex_corners(tris)
     table = forsyth._score_table(32, forsyth.CACHE_DECAY_POWER, forsyth.LAST_TRI_SCORE,
                                  forsyth.VALENCE_BOOST_SCALE, forsyth.VALENCE_BOOST_POWER)
     order = np.empty(len(tris), np.int64)
-    forsyth._forsyth(tris, offsets, faces, table, forsyth.VALENCE_BOOST_SCALE, forsyth.VALENCE_BOOST_POWER,
-                     heavy_valence, order, np.zeros((0, 3), np.uint32))
+    forsyth._forsyth(tris, offsets, entries, place, table, forsyth.VALENCE_BOOST_SCALE,
+                     forsyth.VALENCE_BOOST_POWER, heavy_valence, order, np.zeros((0, 3), np.uint32))
     return order
 
 
@@ -217,6 +217,21 @@ def test_int32_face_lists_equal_int64(tri_list):
     assert wide[0].dtype == np.int64 and narrow[0].dtype == np.int32 and narrow[1].dtype == np.int32
     for a, b in zip(wide, narrow, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=40))
+def test_vertex_corners_are_the_face_lists_with_corners_and_places(tri_list):
+    tris = np.array(tri_list)
+    offsets, faces = vertex_faces(tris, 10)
+    c_offsets, entries, place = vertex_corners(tris, 10)
+    np.testing.assert_array_equal(c_offsets, offsets)
+    np.testing.assert_array_equal(entries >> 2, faces)
+    for v in range(10):
+        for slot in range(offsets[v], offsets[v + 1]):
+            face, corner = entries[slot] >> 2, entries[slot] & 3
+            assert tris[face, corner] == v and v not in tris[face, :corner]  # its first corner
+            assert place[face, corner] == slot
 
 
 def test_face_index_type():

@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import face_index_type, vertex_faces
+from ..topology import vertex_corners
 from ._heaps import indexed_heapify, indexed_remove, indexed_update, keyed_heapify, keyed_pop, keyed_push
 from ._output import NO_ORDER, in_caller_type, no_rows
 from ._util import check_cache_size, prepare
@@ -121,10 +121,11 @@ def _rebuild_heap(tscore, owner, any_heavy, keys, ids):
 
 
 @njit(cache=True)
-def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence, order, out):
+def _forsyth(tris, offsets, adj, pos, table, boost_scale, boost_power, heavy_valence, order, out):
     """Write the Forsyth order into ``order`` (``(T,)``) and/or the reordered triangles into
-    ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` (the faces of
-    :func:`vertex_faces`) is reordered in place.
+    ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` and ``pos``
+    (entries and places of :func:`vertex_corners`) are reordered in place: a triangle leaves
+    a vertex's live list by swapping with the list's last live entry, found through ``pos``.
 
     Subscripts in the per-triangle loop are cast to ``np.uintp``: numba then leaves out the
     negative-index wraparound it adds to signed subscripts (a fifth of the run time).
@@ -135,7 +136,8 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
     want_order = order.shape[0] > 0
     want_out = out.shape[0] > 0
 
-    # live adjacency: the first live[v] entries of adj[offsets[v]:] are v's remaining triangles
+    # live adjacency: the first live[v] entries of adj[offsets[v]:] are v's remaining
+    # triangles (entry >> 2; entry & 3 is the corner that holds v)
     live = np.empty(vertex_count, np.int32)
     vscore = np.empty(vertex_count, np.float32)
     n_heavy = 0
@@ -238,7 +240,7 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                     continue
                 base = offsets[v]
                 for j in range(base, base + live[v]):
-                    tri = adj[j]
+                    tri = adj[j] >> 2
                     if any_heavy and owner[tri] >= 0:
                         continue
                     if hn == cap:
@@ -292,18 +294,20 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
             nv = 2
         for q in range(nv):
             v = a if q == 0 else (x1 if q == 1 else x2)
+            corner = q if q == 0 or (q == 1 and b != a) else 2
             uv = np.uintp(v)
             n = live[uv] - 1
             live[uv] = n
             if n == 0:
                 vscore[uv] = -1.0  # finished: no triangle left to score
             if not (any_heavy and heavy_id[v] >= 0):
-                base = offsets[uv]
-                j = base
-                while adj[np.uintp(j)] != t:
-                    j += 1
-                adj[np.uintp(j)] = adj[np.uintp(base + n)]
-                adj[np.uintp(base + n)] = t
+                j = pos[ut, corner]
+                last = offsets[uv] + n
+                moved = adj[np.uintp(last)]
+                adj[np.uintp(j)] = moved
+                pos[np.uintp(moved >> 2), np.uintp(moved & 3)] = j
+                adj[np.uintp(last)] = 4 * t + corner
+                pos[ut, corner] = last
 
         # LRU update: t's vertices to the front, then the old order.  Only vertices with
         # live triangles are listed, each with its place in the whole LRU (finished vertices
@@ -350,7 +354,7 @@ def _forsyth(tris, offsets, adj, table, boost_scale, boost_power, heavy_valence,
                 continue
             base = offsets[uv]
             for j in range(base, base + n):
-                tri = adj[np.uintp(j)]
+                tri = adj[np.uintp(j)] >> 2
                 tscore[np.uintp(tri)] += diff
                 if cached:
                     candidates[np.uintp(n_cand)] = tri
@@ -401,9 +405,9 @@ def forsyth_order(triangles, vertex_count: int | None = None, cache_size: int = 
 def _run(tris, vcount, cache_size, decay, last, scale, power, order, out):
     size = check_cache_size("forsyth", cache_size, minimum=4)
     if tris.shape[0]:
-        offsets, faces = vertex_faces(tris, vcount, face_index_type(tris.shape[0]))
+        offsets, entries, pos = vertex_corners(tris, vcount)
         table = _score_table(size, float(decay), float(last), float(scale), float(power))
-        _forsyth(tris, offsets, faces, table, float(scale), float(power), HEAVY_VALENCE, order, out)
+        _forsyth(tris, offsets, entries, pos, table, float(scale), float(power), HEAVY_VALENCE, order, out)
 
 
 def optimize_forsyth(triangles, vertex_count: int | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE,
