@@ -57,7 +57,7 @@ from .batch_layout import (
 from .batch_queue import run_fast
 from .batch_select import select_triangle
 from .batch_steps import close_batch, emit_triangle, take_changes
-from .batch_topology import corner_others, dual_graph, find_components
+from .batch_topology import corner_others, dual_graph, find_components, first_use_labels
 
 __all__ = ["BatchState", "HEAVY_VALENCE"]
 
@@ -108,17 +108,17 @@ def _select_step(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_t
 
 
 @njit(cache=True)
-def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj, rs, vstate, bf,
+def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate, bf,
                flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, out_f, out_d):
-    emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj, rs, vstate,
+    emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate,
                   bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist)
     return take_changes(F, ST, touched, out_f, out_d)
 
 
 @njit(cache=True)
-def _close_step(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+def _close_step(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,
                 touched, cand, dlist, out_f, out_d):
-    close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+    close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,
                 touched, cand, dlist)
     return take_changes(F, ST, touched, out_f, out_d)
 
@@ -144,6 +144,9 @@ class BatchState:
     def __init__(self, tris, vertex_count, prof: Profile, coeffs: dict, options: dict):
         t_count = tris.shape[0]
         nv = max(vertex_count, 1)
+        self.input_tris = tris
+        if prof.memory != "direct" and not prof.boundary_16bit:
+            tris = first_use_labels(tris, vertex_count)
         self.tris = tris
         self.scalars, pv, self.table = new_memory(prof, vertex_count)
         self.pv = pv.astype(np.int32)
@@ -173,17 +176,19 @@ class BatchState:
         self.P = P
         if coeffs["k_d"] != 0 or options["n_neighbourhood"] == "edge":
             others = corner_others(tris, self.voff)
-            self.aoff, self.adj = dual_graph(tris, self.voff, self.vfaces, others, P[P_HEAVY])
+            self.nbr, self.opp, self.xoff, self.xadj = dual_graph(tris, self.voff, self.vfaces, others,
+                                                                  P[P_HEAVY])
             del others
         else:
-            self.aoff, self.adj = np.zeros(t_count + 1, np.int32), np.zeros(1, np.int32)
+            self.nbr = self.opp = np.full((1, 3), -1, np.int32)
+            self.xoff, self.xadj = np.zeros(1, np.int64), np.zeros(0, np.int32)
         self.ST = np.zeros(ST_LEN, np.int64)
         self.ST[ST_STEP] = 1
         self.ST[ST_BATCHES] = 1 if t_count else 0
         self.F = np.zeros((max(t_count, 1), F_ROWS), np.int32)
         maxval = int(np.diff(self.voff).max()) if vertex_count else 0
         ring = 3 * min(maxval, HEAVY_VALENCE) + 3
-        self.flist = np.zeros(ring, np.int32)
+        self.flist = np.zeros(4, np.int32)
         self.bfsq = np.zeros(ring if options["d_region"] == "ring" else max(t_count, 1), np.int32)
         self.rs = np.zeros(nv + 4 * prof.memory_size + 32, np.int32)
         self.vstate = np.zeros(nv, np.uint8)
@@ -234,7 +239,7 @@ class BatchState:
         """Emit face ``t`` rotated by ``rot``; returns the priority changes ``(faces, deltas)``."""
         out_f, out_d = self._outputs()
         n = _emit_step(self.tris, t, rot, self.P, self.ST, self.F, self.scalars, self.pv,
-                       self.table, self.voff, self.vfaces, self.aoff, self.adj, self.rs,
+                       self.table, self.voff, self.vfaces, self.nbr, self.opp, self.xoff, self.xadj, self.rs,
                        self.vstate, self.bf, self.flist, self.bfsq, self.rspos, self.comp,
                        self.cinfo, self.order, self.rots, self.touched, self.cand, self.dlist,
                        out_f, out_d)
@@ -244,7 +249,7 @@ class BatchState:
         """Close the current batch; returns the priority changes ``(faces, deltas)``."""
         out_f, out_d = self._outputs()
         n = _close_step(self.tris, self.P, self.ST, self.F, self.scalars, self.voff, self.vfaces,
-                        self.aoff, self.adj, self.rs, self.vstate, self.bf, self.bstarts, self.rspos,
+                        self.nbr, self.xoff, self.xadj, self.rs, self.vstate, self.bf, self.bstarts, self.rspos,
                         self.touched, self.cand, self.dlist, out_f, out_d)
         return out_f[:n], out_d[:n]
 
@@ -252,8 +257,8 @@ class BatchState:
     def run_fast(self):
         """Algorithm 2's loop on the compiled bucket queue (:func:`~.batch_queue.run_fast`)."""
         run_fast(self.tris, self.P, self.ST, self.F, self.scalars, self.pv, self.table,
-                 self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces, self.aoff,
-                 self.adj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,
+                 self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces, self.nbr,
+                 self.opp, self.xoff, self.xadj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,
                  self.gmark, self.gval, self.rspos, self.comp, self.cinfo, self.cls_off,
                  self.cls_comps, self.cls_ptr, self.order, self.rots, self.touched, self.cand,
                  self.dlist)
@@ -262,7 +267,7 @@ class BatchState:
     def ordered_triangles(self, dtype=np.int64) -> np.ndarray:
         """The input triangles in emission order, each with its chosen rotation."""
         out = np.empty((self.tris.shape[0], 3), dtype)
-        _ordered(self.tris, self.order, self.rots, out)
+        _ordered(self.input_tris, self.order, self.rots, out)
         return out
 
     def model_batches(self) -> int:

@@ -12,7 +12,7 @@ A step does not touch the queue.  It accumulates one merged change per face
 driver applies the list in that order and clears it (:mod:`.batch_queue`; the Python reference
 driver of :mod:`.fibheap_reference` reads it through :func:`take_changes`).  The step also
 keeps the lookahead's candidates listed (faces with exactly two reusable vertices,
-:func:`change_reusable_count`).
+:func:`count_reusable`).
 
 Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.batch`): their
 faces are skipped by every loop here, so each step costs O(1) around them.
@@ -87,7 +87,7 @@ from .batch_layout import (
     V_REUSABLE,
 )
 
-__all__ = ["add_change", "change_reusable_count", "take_changes", "emit_triangle", "close_batch",
+__all__ = ["touch", "add_change", "count_reusable", "take_changes", "emit_triangle", "close_batch",
            "is_heavy"]
 
 
@@ -98,27 +98,36 @@ def is_heavy(voff, heavy, v):
 
 
 @njit(cache=True, _nrt=False)
-def add_change(F, ST, touched, f, d):
-    """Accumulate a priority change for face ``f`` in the current step."""
-    if F[f, F_STEP] != ST[ST_STEP]:
-        F[f, F_STEP] = ST[ST_STEP]
+def touch(F, touched, f, d, step, n):
+    """Accumulate a priority change for face ``f`` in step ``step``; ``n`` faces are listed in
+    ``touched`` so far.  Returns the new count (hot loops keep it in a local variable)."""
+    if F[f, F_STEP] != step:
+        F[f, F_STEP] = step
         F[f, F_ACC] = d
-        touched[ST[ST_NTOUCH]] = f
-        ST[ST_NTOUCH] += 1
-    else:
-        F[f, F_ACC] += d
+        touched[n] = f
+        return n + 1
+    F[f, F_ACC] += d
+    return n
 
 
 @njit(cache=True, _nrt=False)
-def change_reusable_count(F, ST, cand, f, delta):
+def add_change(F, ST, touched, f, d):
+    """Accumulate a priority change for face ``f`` in the current step."""
+    ST[ST_NTOUCH] = touch(F, touched, f, d, ST[ST_STEP], ST[ST_NTOUCH])
+
+
+@njit(cache=True, _nrt=False)
+def count_reusable(F, cand, f, delta, n):
     """Change the count of reusable vertices of face ``f``; a face reaching two is listed as a
-    lookahead candidate (once: stale entries are dropped when the list is scanned)."""
+    lookahead candidate (once: stale entries are dropped when the list is scanned).  ``n``
+    candidates are listed so far; returns the new count."""
     bits = F[f, F_BITS] + delta * R_ONE
     if (bits >> R_SHIFT) & 3 == 2 and bits & B_CAND == 0:
         bits |= B_CAND
-        cand[ST[ST_NCAND]] = f
-        ST[ST_NCAND] += 1
+        cand[n] = f
+        n += 1
     F[f, F_BITS] = bits
+    return n
 
 
 @njit(cache=True, _nrt=False)
@@ -149,9 +158,32 @@ def _add_distance(F, ST, touched, dlist, f, d):
 
 
 @njit(cache=True, _nrt=False)
-def _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq, touched, dlist):
+def _holds(tris, h, la, lb, lc):
+    """Does face ``h`` hold one of the vertices ``la, lb, lc`` (-1: none)?"""
+    for i in range(3):
+        v = tris[h, i]
+        if v == la or v == lb or v == lc:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _visit(F, bfsq, tail, h, s, dist):
+    F[h, F_MARK] = s
+    F[h, F_BITS] = (F[h, F_BITS] & 0xFFFF) | (min(dist, 32767) << D_SHIFT)
+    bfsq[tail] = h
+    return tail + 1
+
+
+@njit(cache=True, _nrt=False)
+def _distance_terms_ring(tris, t, P, ST, F, voff, nbr, opp, xoff, xadj, bfsq, touched, dlist):
     """Lines 21-24: dual-graph distance from ``t`` to the faces sharing one of its (light)
-    vertices."""
+    vertices (the one-ring), by a breadth-first search that stays in the ring.
+
+    A neighbour across edge ``(p, q)`` of a ring face is in the ring when ``p``, ``q`` or its
+    third vertex (``opp``) is one of ``t``'s light vertices, so faces outside are never read.
+    The remaining ring faces are exactly those the ``R``/``V`` update of this step touched,
+    and they get their ``D`` change in that order."""
     kd = P[P_KD]
     cap = P[P_DCAP]
     heavy = P[P_HEAVY]
@@ -159,18 +191,11 @@ def _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq
     s = ST[ST_FSTAMP]
     a = tris[t, 0]
     b = tris[t, 1]
-    n = 0
-    for i in range(3):
-        v = tris[t, i]
-        if (i == 1 and v == a) or (i == 2 and (v == a or v == b)) or is_heavy(voff, heavy, v):
-            continue
-        for k in range(voff[v], voff[v + 1]):
-            f = vfaces[k]
-            if F[f, F_MARK] != s:
-                F[f, F_MARK] = s
-                F[f, F_BITS] = (F[f, F_BITS] & 0xFFFF) | (-1 << D_SHIFT)
-                flist[n] = f
-                n += 1
+    c = tris[t, 2]
+    la = -1 if is_heavy(voff, heavy, a) else a
+    lb = -1 if b == a or is_heavy(voff, heavy, b) else b
+    lc = -1 if c == a or c == b or is_heavy(voff, heavy, c) else c
+    F[t, F_MARK] = s
     F[t, F_BITS] = F[t, F_BITS] & 0xFFFF
     bfsq[0] = t
     head = 0
@@ -179,16 +204,27 @@ def _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq
         g = bfsq[head]
         head += 1
         dg = (F[g, F_BITS] >> D_SHIFT) + 1
-        for k in range(aoff[g], aoff[g + 1]):
-            h = adj[k]
-            if F[h, F_MARK] == s and F[h, F_BITS] < 0:
-                F[h, F_BITS] = (F[h, F_BITS] & 0xFFFF) | (min(dg, 32767) << D_SHIFT)
-                bfsq[tail] = h
-                tail += 1
-    for i in range(n):
-        f = flist[i]
+        x0 = nbr[g, 0]
+        if x0 <= -2:
+            for k in range(xoff[-2 - x0], xoff[-1 - x0]):
+                h = xadj[k]
+                if F[h, F_MARK] != s and _holds(tris, h, la, lb, lc):
+                    tail = _visit(F, bfsq, tail, h, s, dg)
+            continue
+        for e in range(3):
+            h = nbr[g, e]
+            if h < 0:
+                continue
+            p = tris[g, e]
+            q = tris[g, (e + 1) % 3]
+            o = opp[g, e]
+            if ((p == la or p == lb or p == lc or q == la or q == lb or q == lc or o == la
+                 or o == lb or o == lc) and F[h, F_MARK] != s):
+                tail = _visit(F, bfsq, tail, h, s, dg)
+    for i in range(ST[ST_NTOUCH]):
+        f = touched[i]
         bits = F[f, F_BITS]
-        if f != t and bits & B_EMITTED == 0 and bits > 0xFFFF:
+        if F[f, F_MARK] == s and bits > 0xFFFF:
             dist = bits >> D_SHIFT
             if cap > 0:
                 # faces beyond the one-ring count as distance ``cap``: D(f) - cap * |batch|
@@ -199,7 +235,7 @@ def _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq
 
 
 @njit(cache=True, _nrt=False)
-def _distance_terms_ball(t, P, ST, F, aoff, adj, bfsq, touched, dlist):
+def _distance_terms_ball(t, P, ST, F, nbr, xoff, xadj, bfsq, touched, dlist):
     """D over the dual-graph ball of radius ``cap - 1`` around ``t`` (``d_region="ball"``)."""
     kd = P[P_KD]
     cap = P[P_DCAP]
@@ -216,13 +252,12 @@ def _distance_terms_ball(t, P, ST, F, aoff, adj, bfsq, touched, dlist):
         dg = (F[g, F_BITS] >> D_SHIFT) + 1
         if dg >= cap:
             continue
-        for k in range(aoff[g], aoff[g + 1]):
-            h = adj[k]
-            if F[h, F_MARK] != s:
-                F[h, F_MARK] = s
-                F[h, F_BITS] = (F[h, F_BITS] & 0xFFFF) | (min(dg, 32767) << D_SHIFT)
-                bfsq[tail] = h
-                tail += 1
+        x0 = nbr[g, 0]
+        n_list = xoff[-1 - x0] - xoff[-2 - x0] if x0 <= -2 else 3
+        for k in range(n_list):
+            h = xadj[xoff[-2 - x0] + k] if x0 <= -2 else nbr[g, k]
+            if h >= 0 and F[h, F_MARK] != s:
+                tail = _visit(F, bfsq, tail, h, s, dg)
                 if F[h, F_BITS] & B_EMITTED == 0:
                     _add_distance(F, ST, touched, dlist, h, kd * (dg - cap))
 
@@ -232,15 +267,20 @@ def _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand):
     """A vertex leaves the reusable set: its faces lose ``R`` (and gain ``N`` in count mode)."""
     if is_heavy(voff, heavy, v):
         return
+    step = ST[ST_STEP]
+    nt = ST[ST_NTOUCH]
+    nc = ST[ST_NCAND]
     for q in range(voff[v], voff[v + 1]):
         f = vfaces[q]
         if F[f, F_BITS] & B_EMITTED == 0:
-            add_change(F, ST, touched, f, d)
-            change_reusable_count(F, ST, cand, f, -1)
+            nt = touch(F, touched, f, d, step, nt)
+            nc = count_reusable(F, cand, f, -1, nc)
+    ST[ST_NTOUCH] = nt
+    ST[ST_NCAND] = nc
 
 
 @njit(cache=True, _nrt=False)
-def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff, adj,
+def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj,
                   rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist):
     """Add ``t`` to the batch (Algorithm 2, lines 14-31); the changes stay listed in
     ``touched`` for the driver."""
@@ -273,6 +313,9 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff
     a = tris[t, 0]
     b = tris[t, 1]
     # lines 17-20: R for vertices entering the reusable set, V for the removed face
+    step = ST[ST_STEP]
+    nt = ST[ST_NTOUCH]
+    nc = ST[ST_NCAND]
     for i in range(3):
         v = tris[t, i]
         if (i == 1 and v == a) or (i == 2 and (v == a or v == b)) or is_heavy(voff, heavy, v):
@@ -282,15 +325,17 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, aoff
         for q in range(voff[v], voff[v + 1]):
             f = vfaces[q]
             if F[f, F_BITS] & B_EMITTED == 0:
-                add_change(F, ST, touched, f, d)
+                nt = touch(F, touched, f, d, step, nt)
                 if entering:
-                    change_reusable_count(F, ST, cand, f, 1)
+                    nc = count_reusable(F, cand, f, 1, nc)
+    ST[ST_NTOUCH] = nt
+    ST[ST_NCAND] = nc
     # lines 21-24: D
     if P[P_KD] != 0:
         if P[P_DBALL] != 0:
-            _distance_terms_ball(t, P, ST, F, aoff, adj, bfsq, touched, dlist)
+            _distance_terms_ball(t, P, ST, F, nbr, xoff, xadj, bfsq, touched, dlist)
         else:
-            _distance_terms_ring(tris, t, P, ST, F, voff, vfaces, aoff, adj, flist, bfsq, touched, dlist)
+            _distance_terms_ring(tris, t, P, ST, F, voff, nbr, opp, xoff, xadj, bfsq, touched, dlist)
     # line 25
     for i in range(3):
         v = tris[t, i]
@@ -361,7 +406,7 @@ def _compact_reusable_list(rs, rspos, vstate, ST):
 
 
 @njit(cache=True, _nrt=False)
-def close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf, bstarts, rspos,
+def close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,
                 touched, cand, dlist):
     """Batch boundary (Algorithm 2, lines 33-41); the changes stay listed in ``touched``."""
     kr = P[P_KR]
@@ -387,9 +432,11 @@ def close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf
         for j in range(ST[ST_BF]):
             g = bf[j]
             if P[P_NEDGE] != 0:
-                for q in range(aoff[g], aoff[g + 1]):
-                    f = adj[q]
-                    if F[f, F_BITS] & (B_EMITTED | B_NFLAG) == 0:
+                x0 = nbr[g, 0]
+                n_list = xoff[-1 - x0] - xoff[-2 - x0] if x0 <= -2 else 3
+                for k in range(n_list):
+                    f = xadj[xoff[-2 - x0] + k] if x0 <= -2 else nbr[g, k]
+                    if f >= 0 and F[f, F_BITS] & (B_EMITTED | B_NFLAG) == 0:
                         F[f, F_BITS] |= B_NFLAG
                         add_change(F, ST, touched, f, kn)
             else:
@@ -399,11 +446,14 @@ def close_batch(tris, P, ST, F, scalars, voff, vfaces, aoff, adj, rs, vstate, bf
                     if vstate[v] & V_NSPREAD != 0 or is_heavy(voff, heavy, v):
                         continue
                     vstate[v] |= V_NSPREAD
+                    step = ST[ST_STEP]
+                    nt = ST[ST_NTOUCH]
                     for q in range(voff[v], voff[v + 1]):
                         f = vfaces[q]
                         if F[f, F_BITS] & (B_EMITTED | B_NFLAG) == 0:
                             F[f, F_BITS] |= B_NFLAG
-                            add_change(F, ST, touched, f, kn)
+                            nt = touch(F, touched, f, kn, step, nt)
+                    ST[ST_NTOUCH] = nt
     ST[ST_BF] = 0
     # the closed batch's state, in case the next triangle still fits it (see select_triangle)
     ST[ST_REOPEN] = 1

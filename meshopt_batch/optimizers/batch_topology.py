@@ -4,12 +4,15 @@ Algorithm 2 of paper 001 walks the faces around vertices (the ``R``, ``V`` and `
 the dual graph (the ``D`` term) and, for ``fill_small``, the connected components.  Built once
 per run in int32, O(T):
 
+* :func:`first_use_labels`: vertices renumbered in order of first use, for locality;
 * :func:`corner_others`: beside :func:`meshopt_batch.topology.vertex_faces`'s vertex -> face
   lists, the two other vertices of every listed face, so that the faces sharing an edge are
   found by scanning one contiguous list instead of reading the neighbours' triangles;
 * :func:`dual_graph`: faces sharing an edge, in the order of
   :func:`meshopt_batch.topology.face_adjacency` (edges of a face in order, each edge's faces
-  ascending, a face listed once), found from the edge's endpoint with fewer faces.  An edge
+  ascending, a face listed once), found from the edge's endpoint with fewer faces; stored as
+  one slot per edge (with the neighbour's third vertex) for every face with at most one
+  neighbour per edge, a short overflow list for the others.  An edge
   whose two endpoints are both *heavy* (more than ``heavy`` faces, see :mod:`.batch`) is left
   out: such a vertex takes no part in eq. 1, and listing every pair of faces around a
   non-manifold edge would be quadratic;
@@ -31,7 +34,29 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["corner_others", "dual_graph", "find_components"]
+__all__ = ["first_use_labels", "corner_others", "dual_graph", "find_components"]
+
+
+@njit(cache=True)
+def first_use_labels(tris, vertex_count):
+    """The triangles with their vertices numbered in order of first use (int32; unused vertices
+    after the used ones).
+
+    Every table indexed by vertex is then read in the order the faces are, instead of at the
+    input's vertex numbers (scattered in a subdivided or merged mesh).  Vertex numbers play no
+    part in the optimizer's choices except through a direct-mapped memory or the 16-bit block
+    rule, where :class:`~.batch_state.BatchState` keeps the input's."""
+    label = np.full(vertex_count, -1, np.int32)
+    out = np.empty_like(tris)
+    n = 0
+    for t in range(tris.shape[0]):
+        for i in range(3):
+            v = tris[t, i]
+            if label[v] < 0:
+                label[v] = n
+                n += 1
+            out[t, i] = label[v]
+    return out
 
 
 @njit(cache=True)
@@ -84,19 +109,43 @@ def _listed_before(tris, t, e, x, o1, o2, voff, heavy):
 
 
 @njit(cache=True)
+def _grow(arr, n):
+    """``arr`` with room for at least ``n`` entries (doubling)."""
+    if n <= arr.shape[0]:
+        return arr
+    out = np.empty(max(n, 2 * arr.shape[0]), arr.dtype)
+    out[:arr.shape[0]] = arr
+    return out
+
+
+@njit(cache=True)
 def dual_graph(tris, voff, vfaces, others, heavy):
-    """Faces sharing an edge with at least one light endpoint, CSR ``(offsets, neighbours)``
-    in int32 (see the module docstring for the order)."""
+    """Faces sharing an edge with at least one light endpoint (see the module docstring for
+    the order), as ``(nbr, opp, xoff, xadj)``.
+
+    Most faces have at most one neighbour across each edge: ``nbr[t, e]`` is the face across
+    edge ``e`` (``tris[t, e], tris[t, e + 1]``) or -1, and ``opp[t, e]`` that face's vertex off
+    the edge, so that a search can tell which neighbours share a vertex with a given triangle
+    without reading them.  The other faces (a non-manifold edge, a duplicated face) keep their
+    list in the overflow CSR ``xadj[xoff[x]:xoff[x + 1]]`` with ``nbr[t, 0] = -2 - x``.
+    Iterating ``nbr[t]`` (skipping -1) or the overflow list gives the neighbours in order."""
     t_count = tris.shape[0]
-    aoff = np.empty(t_count + 1, np.int32)
-    adj = np.empty(3 * t_count + 16, np.int32)
+    nbr = np.full((t_count, 3), -1, np.int32)
+    opp = np.full((t_count, 3), -1, np.int32)
+    xoff = np.zeros(16, np.int64)
+    xadj = np.empty(16, np.int32)
+    nx = 0
     maxval = 0
     for v in range(voff.shape[0] - 1):
         maxval = max(maxval, voff[v + 1] - voff[v])
-    hits = np.empty(min(maxval, heavy) + 1, np.int64)
-    n = 0
-    aoff[0] = 0
+    cap = min(maxval, heavy) + 1
+    hits = np.empty(cap, np.int64)
+    lst = np.empty(3 * cap, np.int32)
+    led = np.empty(3 * cap, np.int32)
+    lop = np.empty(3 * cap, np.int32)
     for t in range(t_count):
+        n = 0
+        single = True
         for e in range(3):
             a = tris[t, e]
             b = tris[t, (e + 1) % 3]
@@ -113,6 +162,7 @@ def dual_graph(tris, voff, vfaces, others, heavy):
             for k in range(voff[x], voff[x + 1]):
                 hits[m] = k
                 m += (others[k, 0] == y) | (others[k, 1] == y)
+            n_edge = 0
             for i in range(m):
                 k = hits[i]
                 f = vfaces[k]
@@ -123,14 +173,26 @@ def dual_graph(tris, voff, vfaces, others, heavy):
                 # listed through an earlier edge only if it also holds t's third vertex
                 if e > 0 and (o1 == c or o2 == c) and _listed_before(tris, t, e, x, o1, o2, voff, heavy):
                     continue
-                if n == adj.shape[0]:
-                    grown = np.empty(2 * n, np.int32)
-                    grown[:n] = adj
-                    adj = grown
-                adj[n] = f
+                lst[n] = f
+                led[n] = e
+                lop[n] = o1 if o2 == y else o2
                 n += 1
-        aoff[t + 1] = n
-    return aoff, adj[:n]
+                n_edge += 1
+            single = single and n_edge <= 1
+        if single:
+            for i in range(n):
+                nbr[t, led[i]] = lst[i]
+                opp[t, led[i]] = lop[i]
+        else:
+            xoff = _grow(xoff, nx + 2)
+            start = xoff[nx]
+            xadj = _grow(xadj, start + n)
+            for i in range(n):
+                xadj[start + i] = lst[i]
+            xoff[nx + 1] = start + n
+            nbr[t, 0] = -2 - nx
+            nx += 1
+    return nbr, opp, xoff[:nx + 1], xadj[:xoff[nx]]
 
 
 @njit(cache=True, inline="always")
