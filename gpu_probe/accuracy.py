@@ -1,7 +1,8 @@
 """Predicted versus measured ASR per profile (paper 001 sec. 3.4, Fig. 2).
 
 :func:`accuracy_table` measures every draw of a set of meshes in several triangle orders on
-this machine's GPU (or any counter of :mod:`gpu_probe.counters`) once, predicts the same draws with every profile (the built-in batch
+this machine's GPU (or any counter of :mod:`gpu_probe.counters`) once,
+predicts the same draws with every profile (the built-in batch
 profiles and global ``fifo:N`` / ``lru:N`` caches of many sizes) and returns one row per
 (draw, order, profile). :func:`mse_table` reduces it to the mean squared error of the ASR
 per profile, and :func:`plot_accuracy` draws Fig. 2: MSE against cache size for the FIFO
@@ -69,7 +70,7 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
                 if progress:
                     progress(f"{draw.name} {order}")
                 m = counter.measure(tri, draw.vertex_count, draw.index_dtype, per_vertex=False)
-                for spec, prof in zip(profiles, profs):
+                for spec, prof in zip(profiles, profs, strict=True):
                     p = predict(tri, draw.vertex_count, profile=prof).invocations
                     kind = spec.split(":")[0] if ":" in spec else "batch"
                     size = int(spec.split(":")[1]) if ":" in spec else None

@@ -344,7 +344,7 @@ def concatenate(meshes: Sequence[Mesh], name: str | None = None) -> Mesh:
     tri_offsets = np.cumsum([0] + [m.triangle_count for m in meshes])
     total_v = int(offsets[-1])
     tris = np.concatenate(
-        [m.triangles.astype(np.int64) + int(o) for m, o in zip(meshes, offsets[:-1])]
+        [m.triangles.astype(np.int64) + int(o) for m, o in zip(meshes, offsets[:-1], strict=True)]
     ) if tri_offsets[-1] else np.zeros((0, 3), np.uint32)
     attrs = {}
     for k in keys:

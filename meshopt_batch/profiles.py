@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
-from dataclasses import asdict, dataclass, field, replace
 
 from .errors import MeshoptBatchError
 from .limits import check_profile_sizes
@@ -108,7 +108,7 @@ class Profile:
         """True when the profile has batch boundaries (not a single global cache)."""
         return self.max_size > 0 or self.max_uniques > 0
 
-    def with_16bit_boundaries(self, enabled: bool = True) -> "Profile":
+    def with_16bit_boundaries(self, enabled: bool = True) -> Profile:
         """The same profile with the 2^16-boundary approximation switched on or off."""
         suffix = "+16bit"
         name = self.name.removesuffix(suffix) + (suffix if enabled else "")
@@ -118,7 +118,7 @@ class Profile:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Profile":
+    def from_dict(cls, data: dict) -> Profile:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -165,7 +165,7 @@ _register_llvmpipe()
 _CACHE_RE = re.compile(r"^(fifo|lru):(\d+)$")
 
 
-def get_profile(spec: "str | Profile") -> Profile:
+def get_profile(spec: str | Profile) -> Profile:
     """Resolve a profile name, ``fifo:N`` / ``lru:N``, a ``+16bit`` suffix, or a JSON file.
 
     Parameters

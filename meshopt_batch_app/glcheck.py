@@ -136,7 +136,7 @@ def check_frame_against_gl(frame, model_result=None, tiles=None, *, frame_index=
         reasons: dict[str, int] = {}
         lines = []
         for kind, mask in (("coverage", cov_diff), ("shaded", sh_diff & ~cov_diff)):
-            for py, px in zip(*np.nonzero(mask)):
+            for py, px in zip(*np.nonzero(mask), strict=True):
                 r, line = _explain_pixel(frame, tiles, setup, int(px), int(py), model_result, gl,
                                          kind, depth_func)
                 reasons[r] = reasons.get(r, 0) + 1

@@ -62,7 +62,7 @@ def _mesh(name, pos, tris, normals, uv) -> Mesh:
     )
 
 
-def box(divisions: "int | list[int]" = 1) -> Mesh:
+def box(divisions: int | list[int] = 1) -> Mesh:
     """Unit cube with ``divisions x divisions`` quads per face (24 corner-split vertices for 1);
     ``divisions = [nx, ny, nz]`` gives ``nx`` quads along x, ``ny`` along y, ``nz`` along z."""
     if isinstance(divisions, (list, tuple)):

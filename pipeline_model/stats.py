@@ -64,8 +64,9 @@ of the picture it produced at its sampling rates.  Called without ``covered_tile
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,7 @@ COUNTERS = (
 RATIO_COUNTERS = ("overshading",)
 
 
-def load_costs(source: "str | Path | Mapping | None" = None) -> dict[str, float]:
+def load_costs(source: str | Path | Mapping | None = None) -> dict[str, float]:
     """The cost table as ``name -> value``, with overrides from a JSON file or mapping.
 
     The JSON may map names to numbers or to ``{"value": number, ...}`` objects (the layout of

@@ -2,13 +2,12 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from meshes import shared_mesh_path
-from meshopt_batch_app.cli import main
 from meshopt_batch.io import load_mesh
 from meshopt_batch.reuse import predict
+from meshopt_batch_app.cli import main
 
 
 def run_cli(*args):

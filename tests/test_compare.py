@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 import meshes
-from meshopt_batch_app.cli import main
 from meshopt_batch.compare import compare, default_methods, parse_method
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import save_mesh
 from meshopt_batch.optimizers import available_methods, optimize
 from meshopt_batch.reuse import predict
+from meshopt_batch_app.cli import main
 
 COLUMNS = ["mesh", "profile", "method", "asr", "invocations", "triangles", "vertices", "batches", "acmr",
            "atvr", "perfect_asr", "seconds"]
@@ -72,8 +72,8 @@ def test_primitives_are_summed():
     b = _shuffled(meshes.grid(6), 4)
     res = compare([[a, b]], ["tipsify"], ["amd"])
     row = res.results[res.results["method"] == "tipsify"].iloc[0]
-    inv = sum(predict(optimize(m.triangles, m.vertex_count, method="tipsify").triangles, m.vertex_count, profile="amd").invocations
-              for m in (a, b))
+    inv = sum(predict(optimize(m.triangles, m.vertex_count, method="tipsify").triangles, m.vertex_count,
+                      profile="amd").invocations for m in (a, b))
     assert row["invocations"] == inv
     assert row["triangles"] == a.triangle_count + b.triangle_count
     assert row["perfect_asr"] == pytest.approx((a.vertex_count + b.vertex_count)

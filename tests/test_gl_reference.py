@@ -79,7 +79,7 @@ def test_near_coplanar_perspective_surfaces_match_gl():
     rng = np.random.default_rng(7)
     w, h = 400, 300
     tris, zs = [], []
-    for k in range(40):
+    for _ in range(40):
         # plane z = a + b x + c y with tiny slopes, in window depth near 0.99
         a = 0.99 + rng.uniform(-1e-4, 1e-4)
         b, c = rng.uniform(-3e-7, 3e-7, 2)
@@ -87,9 +87,9 @@ def test_near_coplanar_perspective_surfaces_match_gl():
         sx, sy = rng.uniform(50, 300, 2)
         corners = snap_to_subpixel(np.array([[x0, y0], [x0 + sx, y0], [x0 + sx, y0 + sy], [x0, y0 + sy]]))
         zc = (a + b * corners[:, 0] + c * corners[:, 1]).astype(np.float32)
-        for i, j, l in ((0, 1, 2), (0, 2, 3)):
-            tris.append(corners[[i, j, l]])
-            zs.append(zc[[i, j, l]])
+        for corner in ((0, 1, 2), (0, 2, 3)):
+            tris.append(corners[list(corner)])
+            zs.append(zc[list(corner)])
     f = FrameGeometry.from_screen_triangles(np.asarray(tris), np.asarray(zs), width=w, height=h,
                                             draw=np.repeat(np.arange(40), 2))
     chk = check_frame_against_gl(f)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch_app.cli import main
 from meshopt_batch.io import load_meshes, save_mesh
 from meshopt_batch.mesh import Mesh
+from meshopt_batch_app.cli import main
 
 
 def run_json(capsys, *argv):

@@ -154,7 +154,7 @@ def test_16_and_32_bit_indices_agree():
 
     rng = np.random.default_rng(5)
     bufs = [rng.integers(0, int(w), size=3 * int(t))
-            for w, t in zip(rng.integers(3, 60000, 20), rng.integers(1, 3000, 20))]
+            for w, t in zip(rng.integers(3, 60000, 20), rng.integers(1, 3000, 20), strict=True)]
     a, _, _ = prober().measure_many(bufs, 60000, np.uint16)
     b, _, _ = prober().measure_many(bufs, 60000, np.uint32)
     assert (a == b).all()

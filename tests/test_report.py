@@ -6,8 +6,8 @@ import importlib.util
 import json
 import re
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest

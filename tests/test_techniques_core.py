@@ -4,13 +4,22 @@ import zlib
 
 import numpy as np
 import pytest
-
-from reference_kernels import (diagonal_max_numpy, fsm_step_numpy, fvp_from_buffers, luma_numpy, maxc,
-                               mssim_loops, mssim_reference, prediction_stats, tile_luma_numpy)
+from reference_kernels import (
+    diagonal_max_numpy,
+    fsm_step_numpy,
+    fvp_from_buffers,
+    luma_numpy,
+    maxc,
+    mssim_loops,
+    mssim_reference,
+    prediction_stats,
+    tile_luma_numpy,
+)
 
 from pipeline_model import quality
 from pipeline_model.frame import FrameGeometry
-from pipeline_model.techniques import dsr, evr, re as rel, vro
+from pipeline_model.techniques import dsr, evr, vro
+from pipeline_model.techniques import re as rel
 
 
 # ------------------------------------------------------------------------------- VRO

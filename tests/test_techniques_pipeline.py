@@ -73,7 +73,7 @@ def test_re_family_overshading_counts_the_frames_covered_pixels(scene):
     for tech in RE_FAMILY:
         rows = _rows(res, tech)
         assert [r["covered_pixels"] for r in rows] == [r["covered_pixels"] for r in base], (scene, tech)
-    for r, b in zip(_rows(res, "re"), base):
+    for r, b in zip(_rows(res, "re"), base, strict=True):
         assert r["overshading"] <= b["overshading"] + 1e-12, (scene, r["frame"])
         if r["tiles_skipped"] == 0:
             assert r["overshading"] == pytest.approx(b["overshading"]), (scene, r["frame"])

@@ -83,5 +83,5 @@ def run_reference(state) -> None:
             faces, deltas = state.emit(t, rot)
         else:
             faces, deltas = state.close_batch()
-        for f, d in zip(faces.tolist(), deltas.tolist()):
+        for f, d in zip(faces.tolist(), deltas.tolist(), strict=True):
             queue.adjust(f, d)

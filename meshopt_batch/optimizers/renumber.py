@@ -151,8 +151,6 @@ def _colour(flat, V, slots, seg, rec_v, rec_a, rec_b):
             head[g] = r
     # unreferenced vertices: the numbers left, in order
     k = 0
-    for s in range(slots):
-        pass
     free_mark = np.zeros(V, np.bool_)
     for v in range(V):
         if new_id[v] >= 0:

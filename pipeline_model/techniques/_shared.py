@@ -11,7 +11,7 @@ import weakref
 
 __all__ = ["frame_cache", "reorder_extra"]
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def frame_cache(frame, key, compute):

@@ -132,12 +132,12 @@ class FVPTable:
     is_layer: np.ndarray
 
     @classmethod
-    def empty(cls, n_tiles: int) -> "FVPTable":
+    def empty(cls, n_tiles: int) -> FVPTable:
         """No knowledge: Zfar = 1 (far plane), nothing predicted occluded."""
         return cls(np.ones(n_tiles, np.float32), np.zeros(n_tiles, np.int32),
                    np.zeros(n_tiles, np.bool_))
 
-    def updated(self, new: "FVPTable", rendered: np.ndarray) -> "FVPTable":
+    def updated(self, new: FVPTable, rendered: np.ndarray) -> FVPTable:
         """Entries of rendered tiles from ``new``, the others kept (a skipped tile is unchanged)."""
         return FVPTable(np.where(rendered, new.zfar, self.zfar),
                         np.where(rendered, new.lfar, self.lfar),

@@ -72,7 +72,7 @@ class VisibilityGraph:
     duplicate_edges_ignored: int = 0
 
     @classmethod
-    def from_pairs(cls, nodes, pairs) -> "VisibilityGraph":
+    def from_pairs(cls, nodes, pairs) -> VisibilityGraph:
         """Build the graph of one frame.
 
         Parameters
