@@ -83,8 +83,8 @@ def run(args) -> int:
     if args.meshlets and meshes:
         out["meshlets"] = analyze_rows(meshes, args.meshlets)
     if args.overdraw and meshes:
-        # lazy: the raster's compiled kernels load only when --overdraw asks for them
-        from pipeline_model.overdraw import mesh_overdraw
+        from pipeline_model.overdraw import mesh_overdraw  # lazy: the raster loads only for --overdraw
+
         out["overdraw"] = mesh_overdraw(meshes[0] if len(meshes) == 1 else concatenate(meshes)).overdraw
     if args.json:
         print(json.dumps(out))
