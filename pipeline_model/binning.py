@@ -33,6 +33,7 @@ Parameter buffer (bytes), modelled on a Mali-style tiler; the sizes are data
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numba
@@ -88,7 +89,7 @@ class TileLists(TileGrid):
         t = self.tile
         return (tx * t, ty * t, min(self.width, (tx + 1) * t), min(self.height, (ty + 1) * t))
 
-    def with_lists(self, offsets: np.ndarray, tri: np.ndarray) -> "TileLists":
+    def with_lists(self, offsets: np.ndarray, tri: np.ndarray) -> TileLists:
         """Same tiling, other lists (e.g. a per-tile reordering); byte counts are kept."""
         return TileLists(self.width, self.height, self.tile,
                          np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(tri, np.int32),
@@ -100,52 +101,50 @@ def fixed_point_xy(xy: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(xy, np.float64) * SUBPIXEL_SCALE).astype(np.int64)
 
 
-@numba.njit(cache=True, nogil=True)
-def _overlaps(X, Y, bx0, by0, bx1, by1):
-    """Positive-area overlap of triangle (fixed-point X[3], Y[3], CCW or CW) and box [b0, b1]."""
-    xmin = min(X[0], min(X[1], X[2]))
-    xmax = max(X[0], max(X[1], X[2]))
-    ymin = min(Y[0], min(Y[1], Y[2]))
-    ymax = max(Y[0], max(Y[1], Y[2]))
-    if xmax <= bx0 or xmin >= bx1 or ymax <= by0 or ymin >= by1:
+@numba.njit(cache=True, nogil=True, _nrt=False)
+def _overlaps(x0, y0, x1, y1, x2, y2, bx0, by0, bx1, by1):
+    """Positive-area overlap of a triangle (fixed point, CCW or CW) and the box [b0, b1]."""
+    if (max(x0, max(x1, x2)) <= bx0 or min(x0, min(x1, x2)) >= bx1
+            or max(y0, max(y1, y2)) <= by0 or min(y0, min(y1, y2)) >= by1):
         return False
-    area = (X[1] - X[0]) * (Y[2] - Y[0]) - (X[2] - X[0]) * (Y[1] - Y[0])
+    area = (x1 - x0) * (y2 - y0) - (x2 - x0) * (y1 - y0)
     if area == 0:
         return False
     s = 1 if area > 0 else -1
+    # f(p) = s * cross(v_j - v_i, p - v_i) > 0 inside, for the edges (0, 1), (1, 2), (2, 0)
     for i in range(3):
-        j = (i + 1) % 3
-        # f(p) = s * cross(v_j - v_i, p - v_i) > 0 inside
-        a = -(Y[j] - Y[i]) * s  # coefficient of px
-        b = (X[j] - X[i]) * s   # coefficient of py
+        xi, yi, xj, yj = (x0, y0, x1, y1) if i == 0 else ((x1, y1, x2, y2) if i == 1 else (x2, y2, x0, y0))
+        a = -(yj - yi) * s  # coefficient of px
+        b = (xj - xi) * s   # coefficient of py
         px = bx1 if a > 0 else bx0
         py = by1 if b > 0 else by0
-        f = a * (px - X[i]) + b * (py - Y[i])
-        if f <= 0:
+        if a * (px - xi) + b * (py - yi) <= 0:
             return False
     return True
 
 
 @numba.njit(cache=True, nogil=True)
-def _bin(XY, width, height, tile, tiles_x, tiles_y, count_only, offsets, out, binned):
-    n = XY.shape[0]
-    fill = np.zeros(tiles_x * tiles_y, np.int64)
-    if not count_only:
-        for i in range(tiles_x * tiles_y):
-            fill[i] = offsets[i]
-    X = np.empty(3, np.int64)
-    Y = np.empty(3, np.int64)
+def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts):
+    """Bin triangles ``lo..hi-1``: count them per tile into ``counts`` and return the
+    (tile, triangle) pairs in order, and how many triangles were binned into a tile."""
     T = tile * 256
     Wf = width * 256
     Hf = height * 256
-    for t in range(n):
-        for k in range(3):
-            X[k] = XY[t, k, 0]
-            Y[k] = XY[t, k, 1]
-        xmin = min(X[0], min(X[1], X[2]))
-        xmax = max(X[0], max(X[1], X[2]))
-        ymin = min(Y[0], min(Y[1], Y[2]))
-        ymax = max(Y[0], max(Y[1], Y[2]))
+    pair_tile = np.empty(2 * (hi - lo) + 16, np.int32)
+    pair_tri = np.empty(2 * (hi - lo) + 16, np.int32)
+    m = 0
+    binned = 0
+    for t in range(lo, hi):
+        x0 = np.int64(np.rint(xy[t, 0, 0] * 256.0))
+        y0 = np.int64(np.rint(xy[t, 0, 1] * 256.0))
+        x1 = np.int64(np.rint(xy[t, 1, 0] * 256.0))
+        y1 = np.int64(np.rint(xy[t, 1, 1] * 256.0))
+        x2 = np.int64(np.rint(xy[t, 2, 0] * 256.0))
+        y2 = np.int64(np.rint(xy[t, 2, 1] * 256.0))
+        xmin = min(x0, min(x1, x2))
+        xmax = max(x0, max(x1, x2))
+        ymin = min(y0, min(y1, y2))
+        ymax = max(y0, max(y1, y2))
         if xmax <= 0 or ymax <= 0 or xmin >= Wf or ymin >= Hf:
             continue
         tx0 = max(0, xmin // T)
@@ -159,20 +158,75 @@ def _bin(XY, width, height, tile, tiles_x, tiles_y, count_only, offsets, out, bi
             for tx in range(tx0, tx1 + 1):
                 bx0 = tx * T
                 bx1 = min(Wf, bx0 + T)
-                if _overlaps(X, Y, bx0, by0, bx1, by1):
+                if _overlaps(x0, y0, x1, y1, x2, y2, bx0, by0, bx1, by1):
                     ti = ty * tiles_x + tx
-                    if not count_only:
-                        out[fill[ti]] = t
-                    fill[ti] += 1
+                    if m == pair_tile.shape[0]:
+                        grown_tile = np.empty(2 * m, np.int32)
+                        grown_tile[:m] = pair_tile
+                        pair_tile = grown_tile
+                        grown_tri = np.empty(2 * m, np.int32)
+                        grown_tri[:m] = pair_tri
+                        pair_tri = grown_tri
+                    pair_tile[m] = ti
+                    pair_tri[m] = t
+                    m += 1
+                    counts[ti] += 1
                     hit = True
         if hit:
-            binned[0] += 1
-    return fill
+            binned += 1
+    return pair_tile[:m], pair_tri[:m], binned
+
+
+def _make_bin(parallel):
+    """The binning pass over chunks of triangles (one per numba thread when ``parallel``):
+    each chunk lists its (tile, triangle) pairs and counts them per tile, the counts give every
+    chunk its place in each tile's list (chunks in triangle order), and each chunk places its
+    pairs there -- the lists are in program order either way."""
+
+    def bin_chunks(xy, width, height, tile, tiles_x, tiles_y, n_chunks):
+        n = xy.shape[0]
+        n_tiles = tiles_x * tiles_y
+        fill = np.zeros((n_chunks, n_tiles), np.int64)
+        binned = np.zeros(n_chunks, np.int64)
+        pairs = [(np.zeros(0, np.int32), np.zeros(0, np.int32)) for _ in range(n_chunks)]
+        for c in numba.prange(n_chunks):
+            pt, pr, nb = _bin_range(xy, c * n // n_chunks, (c + 1) * n // n_chunks, width, height,
+                                    tile, tiles_x, tiles_y, fill[c])
+            pairs[c] = (pt, pr)
+            binned[c] = nb
+        offsets = np.zeros(n_tiles + 1, np.int64)
+        pos = 0
+        for ti in range(n_tiles):
+            offsets[ti] = pos
+            for c in range(n_chunks):
+                count = fill[c, ti]
+                fill[c, ti] = pos
+                pos += count
+        offsets[n_tiles] = pos
+        out = np.empty(pos, np.int32)
+        for c in numba.prange(n_chunks):
+            pt, pr = pairs[c]
+            f = fill[c]
+            for k in range(pt.shape[0]):
+                ti = pt[k]
+                out[f[ti]] = pr[k]
+                f[ti] += 1
+        return offsets, out, binned.sum()
+
+    return numba.njit(cache=True, nogil=True, parallel=parallel)(bin_chunks)
+
+
+_bin_serial = _make_bin(False)
+_bin_parallel = _make_bin(True)
+#: Default of ``bin_triangles(parallel=None)``, as the raster's (results identical either way).
+_DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
 
 
 def bin_triangles(frame: FrameGeometry, tile: int | None = None,
-                  sizes: ParamBufferSizes | None = None) -> TileLists:
-    """Bin ``frame``'s triangles into ``tile`` x ``tile`` tiles (default ``frame.tile``).
+                  sizes: ParamBufferSizes | None = None, parallel: bool | None = None) -> TileLists:
+    """Bin ``frame``'s triangles into ``tile`` x ``tile`` tiles (default ``frame.tile``), in
+    chunks of triangles on all numba threads unless ``parallel=False`` (or
+    ``MESHOPT_BATCH_RASTER_THREADS=1``); the result is the same either way.
 
     Returns a :class:`TileLists` (CSR over tiles, program order) with the number of triangles
     binned into at least one tile and the parameter-buffer bytes written and read.
@@ -182,18 +236,15 @@ def bin_triangles(frame: FrameGeometry, tile: int | None = None,
     w, h = frame.width, frame.height
     tiles_x = (w + tile - 1) // tile
     tiles_y = (h + tile - 1) // tile
-    n_tiles = tiles_x * tiles_y
-    XY = fixed_point_xy(frame.xy)
-    binned = np.zeros(1, np.int64)
-    counts = _bin(XY, w, h, tile, tiles_x, tiles_y, True, np.zeros(1, np.int64),
-                  np.zeros(1, np.int32), binned)
-    offsets = np.zeros(n_tiles + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), np.int32)
-    binned2 = np.zeros(1, np.int64)
-    _bin(XY, w, h, tile, tiles_x, tiles_y, False, offsets, out, binned2)
+    if parallel is None:
+        parallel = _DEFAULT_PARALLEL
+    xy = np.ascontiguousarray(frame.xy, np.float64)
+    n_chunks = max(1, min(numba.get_num_threads(), xy.shape[0] // 4096)) if parallel else 1
+    # fixed point computed in the compiled pass, as fixed_point_xy does it
+    offsets, out, nb = (_bin_parallel if n_chunks > 1 else _bin_serial)(xy, w, h, tile, tiles_x, tiles_y,
+                                                                       n_chunks)
     m = int(offsets[-1])
-    nb = int(binned[0])
+    nb = int(nb)
     vinv = int(frame.vertex_invocations.sum())
     written = m * sizes.list_entry + nb * sizes.primitive + vinv * sizes.vertex
     read = m * (sizes.list_entry + sizes.primitive + 3 * sizes.vertex)

@@ -93,8 +93,16 @@ import numpy as np
 
 from .binning import TileLists
 from .frame import FrameGeometry
-from .raster_kernel import (COUNTER_NAMES, DEPTH_FUNCS, F_BLEND, F_TEST, F_WRITE, N_COUNTERS,
-                            render_tiles_parallel, render_tiles_serial)
+from .raster_kernel import (
+    COUNTER_NAMES,
+    DEPTH_FUNCS,
+    F_BLEND,
+    F_TEST,
+    F_WRITE,
+    N_COUNTERS,
+    render_tiles_parallel,
+    render_tiles_serial,
+)
 from .raster_occlusion import first_seen_pairs, merge_chunks, occlusion_chunks
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
@@ -241,7 +249,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     writer = np.empty((H, W), np.int32) if record_writer else np.full((1, 1), -1, np.int32)
     clear_col = np.asarray(clear_colour, np.float64).reshape(3)
     kernel = render_tiles_parallel if parallel else render_tiles_serial
-    kernel(W, H, T, tiles_x, tiles_y, s.E, s.bias, s.box, s.plane, s.attr, s.valid, frame.draw,
+    kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
             off, tri, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq, n_chunks,

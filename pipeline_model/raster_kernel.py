@@ -35,7 +35,7 @@ import types as pytypes
 import numba
 import numpy as np
 
-from .raster_setup import fma32
+from .raster_setup import DRAW_SHIFT, R_AB, R_ATTR, R_BOX, R_C64, R_FLAGS, R_PLANE, VALID_BIT, fma32, prefetch
 from .shading import shade_scalar
 
 __all__ = ["DEPTH_FUNCS", "COUNTER_NAMES", "N_COUNTERS", "F_TEST", "F_WRITE", "F_BLEND",
@@ -53,6 +53,9 @@ N_COUNTERS = len(COUNTER_NAMES)
 
 #: Bits of a draw's flags: depth test, depth write, blend.
 F_TEST, F_WRITE, F_BLEND = 1, 2, 4
+
+#: Entries ahead in a tile's list whose triangle record is prefetched.
+PREFETCH_AHEAD = 6
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -150,7 +153,7 @@ def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
 
 
 def _render_impl(W, H, T, tiles_x, tiles_y,
-                 E, bias, box, plane, attr, valid, tdraw,
+                 rec, rec64, recf,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
                  offsets, tri,
                  skip, rate, use_prefill, prefill, hsr,
@@ -170,6 +173,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     visibility and depth range, writer entry, program-order tie-break); the previous frame's
     buffers; the depth function code and clear values; the outputs, filled in place.
     """
+    colour_rows = colour.reshape(H, 3 * W)
     clear_u8 = np.empty(3, np.uint8)
     for c in range(3):
         v = min(max(clear_col[c], 0.0), 1.0)
@@ -183,6 +187,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         ti1 = ((oc + 1) * tiles_y // n_chunks) * tiles_x
         tdepth = np.empty((T, T), np.float32)
         tcol = np.empty((T, T, 3), np.float64)
+        tcol_rows = tcol.reshape(T, 3 * T)
         towner = np.empty((T, T), np.int32)
         tobj = np.empty((T, T), np.int32)
         tclaim = np.zeros((T, T), np.bool_)
@@ -258,9 +263,16 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     pss = 0 if q < n_entries else 1
                     en = s0 + (q % n_entries)
                 t = tri[en]
-                if not valid[t]:
+                if en + PREFETCH_AHEAD < s1:
+                    # a later entry's record (two cache lines) while this one is drawn
+                    t_next = np.int64(tri[en + PREFETCH_AHEAD])
+                    prefetch(rec, t_next, 0)
+                    prefetch(rec, t_next, 16)
+                flags_t = rec[t, R_FLAGS]
+                if flags_t & VALID_BIT == 0:
                     continue
-                fl0 = dflags[tdraw[t]]
+                d = flags_t >> DRAW_SHIFT
+                fl0 = dflags[d]
                 woz_opaque = (fl0 & 1) != 0 and (fl0 & 2) != 0 and (fl0 & 4) == 0
                 if pss == 0:
                     if not woz_opaque:
@@ -272,7 +284,6 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     mode = 3
                 else:
                     mode = 0
-                d = tdraw[t]
                 fl = dflags[d]
                 dtest = (fl & 1) != 0
                 dwrite = (fl & 2) != 0 and dtest
@@ -287,30 +298,30 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 base_x = 128 * (2 * x0t + b)
                 base_y = 128 * (2 * y0t + b)
                 step = 256 * b
-                j0 = max(0, _ceil_div(box[t, 0] - base_x, step))
-                j1 = min(nbx - 1, (box[t, 1] - base_x) // step)
-                i0 = max(0, _ceil_div(box[t, 2] - base_y, step))
-                i1 = min(nby - 1, (box[t, 3] - base_y) // step)
+                j0 = max(0, _ceil_div(rec[t, R_BOX] - base_x, step))
+                j1 = min(nbx - 1, (rec[t, R_BOX + 1] - base_x) // step)
+                i0 = max(0, _ceil_div(rec[t, R_BOX + 2] - base_y, step))
+                i1 = min(nby - 1, (rec[t, R_BOX + 3] - base_y) // step)
                 if j0 > j1 or i0 > i1:
                     continue
-                A0 = E[t, 0, 0]
-                B0 = E[t, 0, 1]
-                C0 = E[t, 0, 2]
-                A1 = E[t, 1, 0]
-                B1 = E[t, 1, 1]
-                C1 = E[t, 1, 2]
-                A2 = E[t, 2, 0]
-                B2 = E[t, 2, 1]
-                C2 = E[t, 2, 2]
-                bi0 = bias[t, 0]
-                bi1 = bias[t, 1]
-                bi2 = bias[t, 2]
+                A0 = np.int64(rec[t, R_AB])
+                B0 = np.int64(rec[t, R_AB + 1])
+                C0 = rec64[t, R_C64]
+                A1 = np.int64(rec[t, R_AB + 2])
+                B1 = np.int64(rec[t, R_AB + 3])
+                C1 = rec64[t, R_C64 + 1]
+                A2 = np.int64(rec[t, R_AB + 4])
+                B2 = np.int64(rec[t, R_AB + 5])
+                C2 = rec64[t, R_C64 + 2]
+                bi0 = np.int64(flags_t & 1)
+                bi1 = np.int64((flags_t >> 1) & 1)
+                bi2 = np.int64((flags_t >> 2) & 1)
                 sa0 = A0 * step
                 sa1 = A1 * step
                 sa2 = A2 * step
-                dzdx = plane[t, 0]
-                dzdy = plane[t, 1]
-                z0 = plane[t, 2]
+                dzdx = recf[t, R_PLANE]
+                dzdy = recf[t, R_PLANE + 1]
+                z0 = recf[t, R_PLANE + 2]
                 zero32 = np.float32(0.0)
                 one32 = np.float32(1.0)
                 Hf = H * 256
@@ -324,18 +335,18 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 const_colour = kind == 0 and p[7] <= 0
                 colp = (np.float64(p[0]), np.float64(p[1]), np.float64(p[2]), np.float64(p[3]),
                         np.float64(p[4]), np.float64(p[5]), np.float64(p[6]), np.float64(p[7]))
-                u0 = attr[t, 0, 0]
-                u1 = attr[t, 1, 0]
-                u2 = attr[t, 2, 0]
-                v0 = attr[t, 0, 1]
-                v1 = attr[t, 1, 1]
-                v2 = attr[t, 2, 1]
-                sh0 = attr[t, 0, 2]
-                sh1 = attr[t, 1, 2]
-                sh2 = attr[t, 2, 2]
-                w0 = attr[t, 0, 3]
-                w1 = attr[t, 1, 3]
-                w2 = attr[t, 2, 3]
+                u0 = np.float64(recf[t, R_ATTR])
+                u1 = np.float64(recf[t, R_ATTR + 4])
+                u2 = np.float64(recf[t, R_ATTR + 8])
+                v0 = np.float64(recf[t, R_ATTR + 1])
+                v1 = np.float64(recf[t, R_ATTR + 5])
+                v2 = np.float64(recf[t, R_ATTR + 9])
+                sh0 = np.float64(recf[t, R_ATTR + 2])
+                sh1 = np.float64(recf[t, R_ATTR + 6])
+                sh2 = np.float64(recf[t, R_ATTR + 10])
+                w0 = np.float64(recf[t, R_ATTR + 3])
+                w1 = np.float64(recf[t, R_ATTR + 7])
+                w2 = np.float64(recf[t, R_ATTR + 11])
                 n_rast = 0
                 n_kill = 0
                 n_shade = 0
@@ -520,15 +531,13 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
             for yy in range(th):
                 for xx in range(tw):
                     depth[y0t + yy, x0t + xx] = tdepth[yy, xx]
-                    if rec_writer:
+                if rec_writer:
+                    for xx in range(tw):
                         writer[y0t + yy, x0t + xx] = twriter[yy, xx]
-                    for c in range(3):
-                        v = tcol[yy, xx, c]
-                        if v < 0.0:
-                            v = 0.0
-                        elif v > 1.0:
-                            v = 1.0
-                        colour[y0t + yy, x0t + xx, c] = np.uint8(np.int64(v * 255.0 + 0.5))
+                # one row of the tile's colours as a flat run of 3 * tw channels
+                for k_ in range(3 * tw):
+                    v = min(max(tcol_rows[yy, k_], 0.0), 1.0)
+                    colour_rows[y0t + yy, 3 * x0t + k_] = np.uint8(np.int64(v * 255.0 + 0.5))
             counters[ti, 0] = n_rast_t
             counters[ti, 1] = n_kill_t
             counters[ti, 2] = n_shade_t
