@@ -226,18 +226,18 @@ class FrameGeometry(TileGrid):
         )
 
     # ------------------------------------------------------------- validation
-    def validate(self) -> "FrameGeometry":
+    def validate(self) -> FrameGeometry:
         """Check shapes, dtypes, ranges and program order; raise ValueError naming the problem."""
         if self.width <= 0 or self.height <= 0:
             raise ValueError(f"FrameGeometry: bad size {self.width}x{self.height}")
         if self.tile <= 0 or self.tile & (self.tile - 1):
             raise ValueError(f"FrameGeometry: tile size must be a power of two, got {self.tile}")
         n, d = self.n_triangles, self.n_draws
-        for name, (dt, shp) in _TRI_SPEC.items():
+        for name, (_dt, shp) in _TRI_SPEC.items():
             a = getattr(self, name)
             if a.shape != (n,) + shp:
                 raise ValueError(f"FrameGeometry.{name}: shape {a.shape}, expected {(n,) + shp}")
-        for name, (dt, shp) in _DRAW_SPEC.items():
+        for name, (_dt, shp) in _DRAW_SPEC.items():
             a = getattr(self, name)
             if a.shape != (d,) + shp:
                 raise ValueError(f"FrameGeometry.{name}: shape {a.shape}, expected {(d,) + shp}")
@@ -266,7 +266,7 @@ class FrameGeometry(TileGrid):
     # ------------------------------------------------------------ constructors
     @classmethod
     def empty(cls, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
-              tile: int = DEFAULT_TILE, n_draws: int = 0) -> "FrameGeometry":
+              tile: int = DEFAULT_TILE, n_draws: int = 0) -> FrameGeometry:
         """A frame with no triangles (and ``n_draws`` default opaque WOZ draws)."""
         tri = _empty(_TRI_SPEC, 0)
         dr = _default_draws(n_draws)
@@ -276,7 +276,7 @@ class FrameGeometry(TileGrid):
     def from_screen_triangles(cls, xy, z=None, *, draw=None, width: int = DEFAULT_WIDTH,
                               height: int = DEFAULT_HEIGHT, tile: int = DEFAULT_TILE,
                               inv_w=None, uv=None, shade=None, snap: bool = True,
-                              **draw_fields) -> "FrameGeometry":
+                              **draw_fields) -> FrameGeometry:
         """Build a frame from screen-space triangles (mostly for tests).
 
         Parameters
@@ -320,13 +320,13 @@ class FrameGeometry(TileGrid):
             dr[k] = np.broadcast_to(np.asarray(v, dtype=dt), (n_draws,) + shp).copy()
         return cls(width=width, height=height, tile=tile, **tri, **dr)
 
-    def replace(self, **changes) -> "FrameGeometry":
+    def replace(self, **changes) -> FrameGeometry:
         """A copy with some fields replaced (arrays are shared, not copied)."""
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
         kw.update(changes)
         return FrameGeometry(**kw)
 
-    def with_draw_state(self, **per_draw) -> "FrameGeometry":
+    def with_draw_state(self, **per_draw) -> FrameGeometry:
         """A copy with per-draw fields replaced (scalar broadcast or length-D)."""
         ch = {}
         for k, v in per_draw.items():

@@ -37,7 +37,9 @@ go through one compiled (numba) loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -76,6 +78,53 @@ class PreparedMesh:
         return int(self.triangles.shape[0])
 
 
+class _PreparedCache:
+    """Prepared meshes by content, method and profile, shared by every :class:`GeometryStage` of
+    the process (least recently used first out beyond ``max_bytes``).
+
+    The same mesh recurs across runs -- a scene simulated once per triangle order, scenes
+    built from the same shapes -- and its optimized order, predicted invocations and bounding
+    sphere depend only on its arrays, the method and the profile.  Treat the arrays of a
+    prepared mesh as read-only."""
+
+    def __init__(self, max_bytes: int = 512 << 20):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.items: OrderedDict = OrderedDict()
+
+    @staticmethod
+    def key(mesh: Mesh, method: Method | None, profile: Profile):
+        h = hashlib.blake2b(digest_size=16)
+        arrays = [mesh.positions, mesh.triangles, mesh.attributes.get("normal"), mesh.attributes.get("uv")]
+        for a in arrays:
+            if a is None:
+                h.update(b"-")
+                continue
+            a = np.ascontiguousarray(a)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(a.data)
+        return h.digest(), method, profile
+
+    def get(self, key):
+        hit = self.items.get(key)
+        if hit is not None:
+            self.items.move_to_end(key)
+        return hit
+
+    def put(self, key, prepared: PreparedMesh) -> None:
+        size = sum(a.nbytes for a in (prepared.positions, prepared.normals, prepared.uv, prepared.triangles))
+        if size > self.max_bytes:
+            return
+        self.items[key] = prepared
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, old = self.items.popitem(last=False)
+            self.bytes -= sum(a.nbytes for a in (old.positions, old.normals, old.uv, old.triangles))
+
+
+_PREPARED = _PreparedCache()
+
+
 class GeometryStage:
     """The geometry pipeline; holds the per-mesh cache (one instance per simulation run).
 
@@ -90,19 +139,31 @@ class GeometryStage:
         Pixels beyond each screen edge where triangles are clipped in x and y.
     """
 
-    def __init__(self, profile: Profile = get_profile(DEFAULT_PROFILE), method: Method | None = None,
+    def __init__(self, profile: Profile | None = None, method: Method | None = None,
                  guard_band: float = DEFAULT_GUARD_BAND):
-        self.profile = profile
+        self.profile = profile if profile is not None else get_profile(DEFAULT_PROFILE)
         self.method = method
         self.guard_band = float(guard_band)
         self._cache: dict[int, tuple[Mesh, PreparedMesh]] = {}
 
     # ------------------------------------------------------------------ meshes
     def prepare(self, mesh: Mesh) -> PreparedMesh:
-        """Submitted index order + predicted invocations of a mesh (cached)."""
+        """Submitted index order + predicted invocations of a mesh (cached per stage, and across
+        stages by content: see :class:`_PreparedCache`)."""
         hit = self._cache.get(id(mesh))
         if hit is not None and hit[0] is mesh:
             return hit[1]
+        key = _PREPARED.key(mesh, self.method, self.profile)
+        prepared = _PREPARED.get(key)
+        if prepared is None:
+            prepared = self._prepare(mesh)
+            _PREPARED.put(key, prepared)
+        elif prepared.name != mesh.name:
+            prepared = replace(prepared, name=mesh.name)
+        self._cache[id(mesh)] = (mesh, prepared)
+        return prepared
+
+    def _prepare(self, mesh: Mesh) -> PreparedMesh:
         submitted = (optimize_mesh(mesh, method=self.method, profile=self.profile)
                      if self.method is not None else mesh)
         tris = np.asarray(submitted.triangles, np.int64)
@@ -127,7 +188,6 @@ class GeometryStage:
             centre=centre,
             radius=radius,
         )
-        self._cache[id(mesh)] = (mesh, prepared)
         return prepared
 
     # ------------------------------------------------------------------ frames
@@ -209,15 +269,10 @@ class GeometryStage:
         cullm = np.concatenate(cull_parts)
         N = T.shape[0]
 
-        status = _classify(VC, T, gx, gy)          # 0 rejected, 1 inside the clip volume, 2 clip
-        src_simple = np.nonzero(status == 1)[0]
+        # status 0 rejected, 1 inside the clip volume, 2 clip; the kept triangles of status 1
+        # projected, snapped and culled, with their attributes
+        status, kept, xy, zw, inv_w, uv, shade = _project(VC, T, cullm, VUV, VS, float(W), float(H), gx, gy)
         src_clip = np.nonzero(status == 2)[0]
-        xy, zw, inv_w, keep = _setup(VC, T[src_simple], cullm[src_simple], float(W), float(H))
-        kept = src_simple[keep]
-        xy, zw, inv_w = xy[keep], zw[keep], inv_w[keep]
-        Tk = T[kept]
-        uv = VUV[Tk]
-        shade = VS[Tk]
         src = kept
         if len(src_clip):
             tc = T[src_clip]
@@ -278,52 +333,6 @@ _FRUSTUM = np.array([
 ], np.float64)
 
 
-@njit(cache=True)
-def _classify(VC, T, gx, gy):
-    """0: outside one frustum/viewport plane, 1: inside near/far and guard band, 2: needs clipping."""
-    N = T.shape[0]
-    out = np.empty(N, np.int8)
-    for i in range(N):
-        all_out = 0x3FF
-        any_out = 0
-        for k in range(3):
-            v = T[i, k]
-            x = VC[v, 0]
-            y = VC[v, 1]
-            z = VC[v, 2]
-            w = VC[v, 3]
-            c = 0
-            if z < -w:
-                c |= 1
-            if z > w:
-                c |= 2
-            if x < -gx * w:
-                c |= 4
-            if x > gx * w:
-                c |= 8
-            if y < -gy * w:
-                c |= 16
-            if y > gy * w:
-                c |= 32
-            if x < -w:
-                c |= 64
-            if x > w:
-                c |= 128
-            if y < -w:
-                c |= 256
-            if y > w:
-                c |= 512
-            all_out &= c
-            any_out |= c
-        if all_out != 0:
-            out[i] = 0
-        elif any_out & 63:
-            out[i] = 2
-        else:
-            out[i] = 1
-    return out
-
-
 @njit(cache=True, inline="always")
 def _snap(a):
     s = a * 256.0
@@ -368,6 +377,103 @@ def _setup(VC, T, cull, W, H):
 
 
 @njit(cache=True)
+def _outcode(x, y, z, w, gx, gy):
+    """Bits of the planes a clip-space vertex is outside: near, far, the guard band (4 bits),
+    then the viewport (4 bits)."""
+    c = 0
+    if z < -w:
+        c |= 1
+    if z > w:
+        c |= 2
+    if x < -gx * w:
+        c |= 4
+    if x > gx * w:
+        c |= 8
+    if y < -gy * w:
+        c |= 16
+    if y > gy * w:
+        c |= 32
+    if x < -w:
+        c |= 64
+    if x > w:
+        c |= 128
+    if y < -w:
+        c |= 256
+    if y > w:
+        c |= 512
+    return c
+
+
+@njit(cache=True)
+def _project(VC, T, cull, VUV, VS, W, H, gx, gy):
+    """Classify every triangle and set up the ones inside the clip volume, in program order.
+
+    Outcodes, perspective divide, viewport, 1/256 snap and depth are per vertex, so they are
+    computed once per vertex (same operations as :func:`_setup`, hence the same bits) and the
+    triangles gather them.  Returns ``status`` (0 outside one frustum/viewport plane, 1 inside
+    near/far and the guard band, 2 needs clipping) and, for the status-1 triangles that survive
+    face culling: their indices, window xy (float64), depth and 1/w (float32), uv and shade."""
+    nv = VC.shape[0]
+    code = np.empty(nv, np.int32)
+    sx = np.empty(nv)
+    sy = np.empty(nv)
+    sz = np.empty(nv, np.float32)
+    siw = np.empty(nv, np.float32)
+    for v in range(nv):
+        code[v] = _outcode(VC[v, 0], VC[v, 1], VC[v, 2], VC[v, 3], gx, gy)
+        inv = 1.0 / VC[v, 3]
+        sx[v] = _snap((VC[v, 0] * inv + 1.0) * 0.5 * W)
+        sy[v] = _snap((1.0 - VC[v, 1] * inv) * 0.5 * H)
+        zz = VC[v, 2] * inv * 0.5 + 0.5
+        if zz < 0.0:
+            zz = 0.0
+        elif zz > 1.0:
+            zz = 1.0
+        sz[v] = np.float32(zz)
+        siw[v] = np.float32(inv)
+    n = T.shape[0]
+    status = np.empty(n, np.int8)
+    kept = np.empty(n, np.int64)
+    xy = np.empty((n, 3, 2))
+    z = np.empty((n, 3), np.float32)
+    iw = np.empty((n, 3), np.float32)
+    uv = np.empty((n, 3, 2), np.float32)
+    shade = np.empty((n, 3), np.float32)
+    m = 0
+    for i in range(n):
+        a = T[i, 0]
+        b = T[i, 1]
+        c = T[i, 2]
+        if code[a] & code[b] & code[c] != 0:
+            status[i] = 0
+            continue
+        if (code[a] | code[b] | code[c]) & 63:
+            status[i] = 2
+            continue
+        status[i] = 1
+        ax = sx[b] - sx[a]
+        ay = sy[b] - sy[a]
+        bx = sx[c] - sx[a]
+        by = sy[c] - sy[a]
+        area = ax * by - ay * bx            # y down: front (CCW in GL) < 0
+        cl = cull[i]
+        if area == 0.0 or (cl == 1 and area > 0.0) or (cl == 2 and area < 0.0):
+            continue
+        kept[m] = i
+        for k in range(3):
+            v = T[i, k]
+            xy[m, k, 0] = sx[v]
+            xy[m, k, 1] = sy[v]
+            z[m, k] = sz[v]
+            iw[m, k] = siw[v]
+            uv[m, k, 0] = VUV[v, 0]
+            uv[m, k, 1] = VUV[v, 1]
+            shade[m, k] = VS[v]
+        m += 1
+    return status, kept[:m], xy[:m], z[:m], iw[:m], uv[:m], shade[:m]
+
+
+@njit(cache=True)
 def _clip_polygons(clip, attrs, planes):
     """Sutherland-Hodgman against ``planes`` (inside: dot(plane, v) >= 0); fans out.
 
@@ -397,8 +503,10 @@ def _clip_polygons(clip, attrs, planes):
             q = 0
             for i in range(n):
                 j = (i + 1) % n
-                di = planes[p, 0] * pc[i, 0] + planes[p, 1] * pc[i, 1] + planes[p, 2] * pc[i, 2] + planes[p, 3] * pc[i, 3]
-                dj = planes[p, 0] * pc[j, 0] + planes[p, 1] * pc[j, 1] + planes[p, 2] * pc[j, 2] + planes[p, 3] * pc[j, 3]
+                di = (planes[p, 0] * pc[i, 0] + planes[p, 1] * pc[i, 1] + planes[p, 2] * pc[i, 2]
+                      + planes[p, 3] * pc[i, 3])
+                dj = (planes[p, 0] * pc[j, 0] + planes[p, 1] * pc[j, 1] + planes[p, 2] * pc[j, 2]
+                      + planes[p, 3] * pc[j, 3])
                 ini = di >= 0.0
                 inj = dj >= 0.0
                 if ini:

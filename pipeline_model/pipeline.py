@@ -18,14 +18,16 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
 import time
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -115,12 +117,19 @@ class FrameContext:
 
     def _render(self, **kw):
         kw.setdefault("clear_colour", self.clear)
+        # techniques often ask for the same render (a compound technique's first frame is its
+        # part's): renders are kept per frame by the content of their arguments
+        key = _render_key(kw)
+        renders = self.shared.setdefault("renders", {})
+        if key in renders:
+            return renders[key]
         if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
             self.shared["setup"] = raster.setup_triangles(self.frame)
         kw.setdefault("setup", self.shared["setup"])
         t0 = time.perf_counter()
         result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
+        renders[key] = result
         return result
 
     def baseline(self):
@@ -132,6 +141,21 @@ class FrameContext:
     def final_depth(self) -> np.ndarray:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
+
+
+def _render_key(value):
+    """A hashable digest of render arguments: arrays and tile lists by content, the rest by
+    value (the triangle set-up, a function of the frame, is left out)."""
+    if isinstance(value, dict):
+        return tuple((k, _render_key(v)) for k, v in sorted(value.items()) if k != "setup")
+    if isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        return ("array", a.dtype.str, a.shape, hashlib.sha1(a.data).digest())
+    if isinstance(value, binning.TileLists):
+        return ("tiles", value.tile, _render_key(value.offsets), _render_key(value.tri))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_render_key(v) for v in value)
+    return ("value", repr(value))
 
 
 @dataclass
@@ -226,7 +250,7 @@ def _jsonable(x):
     return x
 
 
-def save_png(path: "str | Path", colour: np.ndarray) -> None:
+def save_png(path: str | Path, colour: np.ndarray) -> None:
     """Write an (H, W, 3) uint8 image as a lossless PNG."""
     a = np.asarray(colour)
     if a.dtype != np.uint8:
@@ -234,26 +258,26 @@ def save_png(path: "str | Path", colour: np.ndarray) -> None:
     Image.fromarray(np.ascontiguousarray(a[..., :3])).save(str(path), format="PNG", optimize=False)
 
 
-def simulate(scene: "str | Path | Scene | dict",
-             techniques: "Sequence[str | Technique]" = ("baseline",),
+def simulate(scene: str | Path | Scene | dict,
+             techniques: Sequence[str | Technique] = ("baseline",),
              *,
              frames: int | None = None,
-             method: "str | Method | None" = None,
-             profile: "str | Profile" = DEFAULT_PROFILE,
+             method: str | Method | None = None,
+             profile: str | Profile = DEFAULT_PROFILE,
              width: int | None = None,
              height: int | None = None,
              tile: int = 16,
              progress: bool | None = None,
              costs: Any = None,
-             images_dir: "str | Path | None" = None,
+             images_dir: str | Path | None = None,
              keep_images: bool = False,
              image_callback: Callable[[str, int, np.ndarray], None] | None = None,
-             frame_checks: "Sequence[FrameCheck]" = (),
+             frame_checks: Sequence[FrameCheck] = (),
              check_images: bool = False,
              first_frame: int = 0,
              technique_options: dict | None = None,
              guard_band: float | None = None,
-             optimizer: "str | None" = None) -> SimulationResult:
+             optimizer: str | None = None) -> SimulationResult:
     """Run ``scene`` for ``frames`` frames under every technique and count the work.
 
     Parameters
@@ -403,8 +427,8 @@ def _progress(progress: bool | None, total: int, label: str):
                 leave=False, dynamic_ncols=True)
 
 
-def run_frames(scene: "str | Scene", frames: Iterable[int], *, method: "str | Method | None" = None,
-               profile: "str | Profile" = DEFAULT_PROFILE, width=None, height=None, tile=16):
+def run_frames(scene: str | Scene, frames: Iterable[int], *, method: str | Method | None = None,
+               profile: str | Profile = DEFAULT_PROFILE, width=None, height=None, tile=16):
     """Yield ``(FrameSpec, FrameGeometry, TileLists)`` for the given frames (no raster)."""
     sc = load_scene(scene)
     geom = GeometryStage(profile=get_profile(profile), method=get_method(method) if method is not None else None)

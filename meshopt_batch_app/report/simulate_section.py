@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 
 from gpu_probe.gl_reference import gl_available
 from pipeline_model.pipeline import simulate
-from pipeline_model.scene import shipped_scenes
+from pipeline_model.scene import load_scene, shipped_scenes
 from pipeline_model.techniques import Technique, available, create
 
 from ..glcheck import GLFrameCheck
@@ -85,6 +85,7 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
     jobs = [(scene, order) for order in scope.all_orders for scene in scenes if order in scope.orders_for(scene)]
     bar = progress(len(jobs), "simulate") if progress else None
     runs, errors, maps, commands = {}, {}, {}, []
+    loaded: dict = {}  # each scene's meshes built once for all its orders
     for scene, order in jobs:
         if bar is not None:
             bar.set_postfix_str(f"{scene} / {order}")
@@ -99,7 +100,9 @@ def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
 
         do_gl = first and check_gl and gl_reason is None
         try:
-            res = simulate(scene, techs, frames=scope.frames, method=None if order == "original" else order,
+            if scene not in loaded:
+                loaded[scene] = load_scene(scene)
+            res = simulate(loaded[scene], techs, frames=scope.frames, method=None if order == "original" else order,
                            width=width, height=height, progress=False,
                            image_callback=keep_last if first else None,
                            frame_checks=[GLFrameCheck()] if do_gl else [])
