@@ -43,6 +43,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_optimizers import INPUTS, fan  # noqa: E402
+
+import meshes  # noqa: E402
+from meshopt_batch.io import load_mesh  # noqa: E402
+from meshopt_batch.optimizers.batch import optimize_batch  # noqa: E402
+from meshopt_batch.reuse import predict  # noqa: E402
+
 VARIANTS = {
     "full": {},
     "no-D": {"use_distance": False},
@@ -77,12 +84,7 @@ def _peak_of(fn):
 
 
 def _one(mesh_name: str, variant: str, rounds: int) -> dict:
-    import meshoptimizer
-
-    import meshes
-    from meshopt_batch.io import load_mesh
-    from meshopt_batch.optimizers.batch import optimize_batch
-    from meshopt_batch.reuse import predict
+    import meshoptimizer  # lazy: the optional peer (almeshopt / meshoptimizer)
 
     mesh = load_mesh(meshes.shared_mesh_path(mesh_name))
     tris = np.ascontiguousarray(mesh.triangles, dtype=np.uint32)
@@ -119,11 +121,7 @@ def _one(mesh_name: str, variant: str, rounds: int) -> dict:
 
 def _inputs(names: list[str]) -> list[dict]:
     """Fans, hub, strip and grid: ours (both variants) and meshoptimizer's CPU time and ASR."""
-    import meshoptimizer
-    from bench_optimizers import INPUTS, fan
-
-    from meshopt_batch.optimizers.batch import optimize_batch
-    from meshopt_batch.reuse import predict
+    import meshoptimizer  # lazy: the optional peer (almeshopt / meshoptimizer)
 
     gens = {**INPUTS, "fan_8k": lambda: fan(8_000), "fan_16k": lambda: fan(16_000)}
     optimize_batch(*fan(100))
@@ -171,8 +169,6 @@ def main(argv=None) -> int:
     if args.only_inputs:
         print(json.dumps(_inputs(names)))
         return 0
-    import meshes
-
     load_before = _load()
     rows, ok = [], True
     if meshes.shared_mesh_path(args.mesh) is None:

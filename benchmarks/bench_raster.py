@@ -8,11 +8,13 @@ geometry stage, then times, frame by frame and in the same run:
 * the same triangles drawn through moderngl on the local GL (llvmpipe; plain colour shader,
   per-draw depth state, glFinish and colour read-back), i.e. what a real renderer spends.
 
-Reports fragments rasterized / shaded per second and frames per second, wall clock and
-process CPU time (llvmpipe's worker threads are in the process CPU time, so the CPU ratio is
-fair on a busy machine), and the model / llvmpipe ratio against the target of at most 10x.
+The three are timed in interleaved rounds (``--rounds``, best of each), so the ratios compare
+timings taken under the same machine load.  Reports fragments rasterized / shaded per second
+and frames per second, wall clock and process CPU time (llvmpipe's worker threads are in the
+process CPU time, so the CPU ratio is fair on a busy machine), and the model / llvmpipe ratio
+against issue 16's target of at most 1.2x (wall, both on all threads).
 
-Run: .venv/bin/python benchmarks/bench_raster.py [--scene NAME] [--frames N] [--json]
+Run: .venv/bin/python benchmarks/bench_raster.py [--scene NAME] [--frames N] [--rounds 3] [--json]
 """
 
 from __future__ import annotations
@@ -24,37 +26,30 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline_model.binning import bin_triangles  # noqa: E402
-from pipeline_model.raster import render_frame  # noqa: E402
+import numba  # noqa: E402
 
-TARGET_RATIO = 10.0
+from pipeline_model.binning import bin_triangles  # noqa: E402
+from pipeline_model.geometry import GeometryStage  # noqa: E402
+from pipeline_model.raster import render_frame  # noqa: E402
+from pipeline_model.scene import load_scene  # noqa: E402
+
+TARGET_RATIO = 1.2
 
 
 def scene_frames(name: str, n: int, width: int, height: int):
-    from pipeline_model.geometry import GeometryStage
-    from pipeline_model.scene import load_scene
-
     sc = load_scene(name)
     sc.load_meshes()
     geom = GeometryStage()
     return [geom.process(sc.frame(i, width, height), tile=16) for i in range(n)]
 
 
-def timed(fn, frames):
-    """Best-of-2 wall and CPU seconds for running fn over all frames."""
-    best = (float("inf"), float("inf"))
-    out = None
-    for _ in range(2):
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = [fn(f) for f in frames]
-        w, c = time.perf_counter() - w0, time.process_time() - c0
-        if w < best[0]:
-            best = (w, c)
-    return best, out
+def run_once(fn, frames):
+    """Wall and CPU seconds for running fn over all frames, and its results."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = [fn(f) for f in frames]
+    return (time.perf_counter() - w0, time.process_time() - c0), out
 
 
 def main(argv=None) -> int:
@@ -63,6 +58,7 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=10)
     ap.add_argument("--width", type=int, default=1196)
     ap.add_argument("--height", type=int, default=768)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best of each)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -79,25 +75,37 @@ def main(argv=None) -> int:
             return render_frame(f, t, parallel=parallel).totals()
         return run
 
-    (mw, mc), tot = timed(model(True), frames)
-    (sw, sc_), _ = timed(model(False), frames)
-    rast = sum(t["fragments_rasterized"] for t in tot)
-    shaded = sum(t["fragments_shaded"] for t in tot)
-    tris = sum(f.n_triangles for f in frames)
-
+    gl_render = None
     gl = None
     try:
+        # lazy: OpenGL (moderngl, a context) is optional; without it the model is timed alone
         from gpu_probe.gl_reference import GLImageRenderer, renderer
 
         r = GLImageRenderer()
         r.render(f0)  # warm-up: shader compile
-        (gw, gc), _ = timed(lambda f: r.render(f, read=True), frames)
-        gl = {"renderer": renderer(), "wall_s": gw, "cpu_s": gc, "frames_per_s": n / gw,
+        gl_render = lambda f: r.render(f, read=True)  # noqa: E731
+        gl = {"renderer": renderer(),
               "lp_num_threads": os.environ.get("LP_NUM_THREADS", f"default ({os.cpu_count()} cores)")}
     except Exception as exc:  # no GL context: model figures only
         gl = {"error": str(exc)}
-
-    import numba
+    best = {}
+    tot = None
+    for _ in range(a.rounds):
+        for key, fn in (("parallel", model(True)), ("serial", model(False)), ("gl", gl_render)):
+            if fn is None:
+                continue
+            (w, c), out = run_once(fn, frames)
+            if key == "parallel":
+                tot = out
+            if w < best.get(key, (float("inf"),))[0]:
+                best[key] = (w, c)
+    (mw, mc), (sw, sc_) = best["parallel"], best["serial"]
+    if "gl" in best:
+        gw, gc = best["gl"]
+        gl.update(wall_s=gw, cpu_s=gc, frames_per_s=n / gw)
+    rast = sum(t["fragments_rasterized"] for t in tot)
+    shaded = sum(t["fragments_shaded"] for t in tot)
+    tris = sum(f.n_triangles for f in frames)
 
     out = {
         "scene": a.scene, "frames": n, "width": a.width, "height": a.height,
@@ -115,7 +123,7 @@ def main(argv=None) -> int:
         out["ratio_cpu"] = mc / gl["cpu_s"]
         out["ratio_serial_cpu"] = sc_ / gl["cpu_s"]
         out["target_ratio"] = TARGET_RATIO
-        out["within_target"] = bool(min(out["ratio_wall"], out["ratio_cpu"]) <= TARGET_RATIO)
+        out["within_target"] = bool(out["ratio_wall"] <= TARGET_RATIO)
     try:
         out["load_average"] = os.getloadavg()[0]
     except OSError:
@@ -135,7 +143,7 @@ def main(argv=None) -> int:
               f"(wall {gl['wall_s']:.2f} s, cpu {gl['cpu_s']:.2f} s)  [{gl['renderer']}]")
         print(f"model / llvmpipe: wall {out['ratio_wall']:.2f}x, cpu {out['ratio_cpu']:.2f}x "
               f"(single-threaded model, cpu: {out['ratio_serial_cpu']:.2f}x); target <= "
-              f"{TARGET_RATIO:.0f}x: {'met' if out['within_target'] else 'NOT met'}")
+              f"{TARGET_RATIO:.1f}x (wall): {'met' if out['within_target'] else 'NOT met'}")
     else:
         print(f"llvmpipe: unavailable ({gl.get('error')})")
     if "load_average" in out:
