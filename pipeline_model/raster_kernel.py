@@ -292,6 +292,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 count = mode != 2  # fragments are counted as rasterized once
                 shade_pass = mode != 1
                 fast = mode == 0 and b == 1
+                plain = (fast and dtest and not blend and depth_func == 1 and not rec_vis
+                         and not rec_occ and not tie_prog)
                 # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
                 nbx = (tw + b - 1) // b
                 nby = (th + b - 1) // b
@@ -383,6 +385,36 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         continue
                     fy = np.float32(syg / 256.0)
                     py1 = min(by0 + b, th)
+                    if plain:
+                        # the baseline's case: the fast loop below without its records and
+                        # options (depth test "less", opaque, nothing recorded)
+                        gy = y0t + by0
+                        for jj in range(lo, hi + 1):
+                            bx0 = j0 + jj
+                            fx = np.float32(x0t + bx0)
+                            z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                            if z < zero32:
+                                z = zero32
+                            elif z > one32:
+                                z = one32
+                            covered_pp[gy, x0t + bx0] += 1
+                            if not z < tdepth[by0, bx0]:
+                                n_kill += 1
+                                continue
+                            if dwrite:
+                                tdepth[by0, bx0] = z
+                                twtri[by0, bx0] = t
+                            r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                       e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                       u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                            shaded_pp[gy, x0t + bx0] += 1
+                            tcol[by0, bx0, 0] = r
+                            tcol[by0, bx0, 1] = g
+                            tcol[by0, bx0, 2] = bb
+                            twriter[by0, bx0] = en
+                        n_rast += hi + 1 - lo
+                        n_shade = n_rast - n_kill
+                        continue
                     if fast:
                         # the common case (full rate, plain depth test): the general loop below
                         # specialised to one sample per pixel, records included
