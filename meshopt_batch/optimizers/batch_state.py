@@ -109,9 +109,9 @@ def _select_step(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_t
 
 @njit(cache=True)
 def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate, bf,
-               flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, out_f, out_d):
+               flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring, out_f, out_d):
     emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate,
-                  bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist)
+                  bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring)
     return take_changes(F, ST, touched, out_f, out_d)
 
 
@@ -198,6 +198,8 @@ class BatchState:
         batch_cap = t_count if prof.max_size == 0 else min(t_count, prof.max_size // 3 + 1)
         self.bf = np.zeros(max(batch_cap, 1) if prof.batched else 1, np.int32)
         self.bstarts = np.zeros(t_count + 1, np.int32)
+        # FIFO memory: the vertex inserted at each slot (see emit_triangle)
+        self.ring = np.full(prof.memory_size if prof.memory == "fifo" else 1, -1, np.int32)
         self.order = np.zeros(t_count, np.int32)
         self.rots = np.zeros(t_count, np.int8)
         self.touched = np.empty(max(t_count, 1), np.int32)
@@ -242,7 +244,7 @@ class BatchState:
                        self.table, self.voff, self.vfaces, self.nbr, self.opp, self.xoff, self.xadj, self.rs,
                        self.vstate, self.bf, self.flist, self.bfsq, self.rspos, self.comp,
                        self.cinfo, self.order, self.rots, self.touched, self.cand, self.dlist,
-                       out_f, out_d)
+                       self.ring, out_f, out_d)
         return out_f[:n], out_d[:n]
 
     def close_batch(self):
@@ -261,7 +263,7 @@ class BatchState:
                  self.opp, self.xoff, self.xadj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,
                  self.gmark, self.gval, self.rspos, self.comp, self.cinfo, self.cls_off,
                  self.cls_comps, self.cls_ptr, self.order, self.rots, self.touched, self.cand,
-                 self.dlist)
+                 self.dlist, self.ring)
 
     # results ---------------------------------------------------------------------------------
     def ordered_triangles(self, dtype=np.int64) -> np.ndarray:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..reuse import KIND_LOOKBACK, S_BATCH_START, mem_new_batch, note_block
+from ..reuse import KIND_FIFO, KIND_LOOKBACK, KIND_LRU, S_BATCH_START, S_LRU_COUNT, S_MISSES, mem_new_batch, note_block
 from .batch_fit import mem_lookup, mem_touch, still_reusable
 from .batch_layout import (
     B_CAND,
@@ -281,9 +281,11 @@ def _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand):
 
 @njit(cache=True, _nrt=False)
 def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj,
-                  rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist):
+                  rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist,
+                  ring):
     """Add ``t`` to the batch (Algorithm 2, lines 14-31); the changes stay listed in
-    ``touched`` for the driver."""
+    ``touched`` for the driver.  ``ring`` (FIFO memory only) holds the vertex inserted at each
+    FIFO slot, so that the vertices pushed out by this triangle are known without a scan."""
     kr = P[P_KR]
     kv = P[P_KV]
     kn = P[P_KN]
@@ -297,11 +299,26 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
     F[t, F_BITS] |= B_EMITTED
     cinfo[comp[t], 3] = 1
     added = 0
+    # FIFO and LRU memories forget only what a miss pushes out: those vertices are listed here
+    fifo = P[P_KIND] == KIND_FIFO and not bound16
+    lru = P[P_KIND] == KIND_LRU and not bound16
+    n_out = 0
     for i in range(3):
         v = np.int64(tris[t, (i + rot) % 3])
         hit = note_block(bound16, scalars, v) and mem_lookup(P[P_KIND], msize, scalars, pv, table, v, pos + i)
         if not hit:
             added += 1
+            if fifo:
+                # the vertex inserted ``msize`` misses ago leaves the FIFO
+                slot = scalars[S_MISSES] % msize
+                if ring[slot] >= 0:
+                    flist[n_out] = ring[slot]
+                    n_out += 1
+                ring[slot] = v
+            elif lru and scalars[S_LRU_COUNT] == msize:
+                # a full LRU drops its least recently used entry
+                flist[n_out] = table[msize - 1]
+                n_out += 1
         mem_touch(P[P_KIND], msize, scalars, pv, table, v, pos + i, hit)
     ST[ST_SIZE] += 3
     ST[ST_UNIQ] += added
@@ -376,6 +393,12 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
             _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
         if ST[ST_RS] > 4 * window + 16:
             _compact_reusable_list(rs, rspos, vstate, ST)
+    elif fifo or lru:
+        # only the vertices this triangle's misses pushed out can leave the set
+        _forget_listed(flist, n_out, d, P, ST, F, scalars, pv, table, voff, vfaces, heavy, touched,
+                       cand, vstate, rspos, nxt)
+        if ST[ST_RS] > 4 * msize + 16:
+            _compact_reusable_list(rs, rspos, vstate, ST)
     else:
         keep = 0
         for j in range(ST[ST_RS]):
@@ -390,6 +413,35 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
                 vstate[v] &= ~V_REUSABLE
                 _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
         ST[ST_RS] = keep
+
+
+@njit(cache=True, _nrt=False)
+def _forget_listed(flist, n, d, P, ST, F, scalars, pv, table, voff, vfaces, heavy, touched, cand,
+                   vstate, rspos, nxt):
+    """Forget the listed vertices (``flist[:n]``, repeats allowed) that are reusable now and will
+    not be at index position ``nxt``, in the order of the reusable list."""
+    m = 0
+    for j in range(n):
+        v = flist[j]
+        if vstate[v] & V_REUSABLE == 0 or still_reusable(P, scalars, pv, table, v, nxt):
+            continue
+        dup = False
+        for i in range(m):
+            if flist[i] == v:
+                dup = True
+        if not dup:
+            flist[m] = v
+            m += 1
+    for a_ in range(m):
+        for b_ in range(a_ + 1, m):
+            if rspos[flist[b_]] < rspos[flist[a_]]:
+                tmp = flist[a_]
+                flist[a_] = flist[b_]
+                flist[b_] = tmp
+    for j in range(m):
+        v = flist[j]
+        vstate[v] &= ~V_REUSABLE
+        _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
 
 
 @njit(cache=True, _nrt=False)
