@@ -88,8 +88,8 @@ def _fmt(v, f="{:.3f}"):
 
 
 def print_table(rows):
-    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'hook ms':>7s} {'t/base':>7s} {'-MSSIM':>7s} {'shaded/base':>11s} "
-          f"{'oversh.':>7s} {'skip%':>6s} {'pred.acc':>8s} {'spp':>6s} {'MSSIMmin':>8s}")
+    print(f"{'scene':15s} {'technique':9s} {'ms/frame':>9s} {'hook ms':>7s} {'t/base':>7s} {'-MSSIM':>7s} "
+          f"{'shaded/base':>11s} {'oversh.':>7s} {'skip%':>6s} {'pred.acc':>8s} {'spp':>6s} {'MSSIMmin':>8s}")
     for r in rows:
         print(f"{r['scene']:15s} {r['technique']:9s} {r['ms_per_frame']:9.1f} {r['hook_ms_per_frame']:7.1f} "
               f"{r['time_vs_baseline']:7.2f} {r['time_vs_baseline_no_quality']:7.2f} "
@@ -111,15 +111,20 @@ def anchors(rows):
         return float(np.mean(np.array(num) / np.array(den))) if num else float("nan")
 
     s3d = [s for s in {r["scene"] for r in rows} if s != "sprites-2d"]
-    print("\nPublished anchor                                   paper      this model (mean of shipped scenes)")
+    header = "Published anchor                                   paper      this model (mean of shipped scenes)"
+    print("\n" + header)
     print(f"VRO overshading vs baseline (paper 000 Fig. 16)    ~0.81x     {ratio('vro', s3d):.2f}x (3D scenes)")
     print(f"DR overshading vs baseline (paper 000 Fig. 16)     ~0.70x     {ratio('dr', s3d):.2f}x (3D scenes)")
-    print(f"EVR overshading reduction (paper 003 sec. I)       ~20%       {100 * (1 - ratio('evr', s3d)):.0f}% (3D scenes)")
+    evr_cut = 100 * (1 - ratio("evr", s3d))
+    print(f"EVR overshading reduction (paper 003 sec. I)       ~20%       {evr_cut:.0f}% (3D scenes)")
     print(f"RE tiles skipped (paper 003 Fig. 9)                49%        {mean('re', 'tiles_skipped_pct'):.0f}%")
     print(f"EVR+RE tiles skipped (paper 003 Fig. 9)            54%        {mean('evr+re', 'tiles_skipped_pct'):.0f}%")
     print(f"DSR samples per fragment (paper 004 sec. 7)        0.36       {mean('dsr', 'samples_per_pixel'):.2f}")
-    print(f"DSR worst frame MSSIM (paper 004: none < 0.95)     >= 0.95    {min((r['mssim_min'] for r in rows if r['technique'] == 'dsr' and r['mssim_min'] is not None), default=float('nan')):.4f}")
-    print(f"VRO heuristic share of selections (paper 000)      ~13%       {100 * mean('vro', 'vro_heuristic_share'):.1f}%")
+    dsr_mssim = [r["mssim_min"] for r in rows if r["technique"] == "dsr" and r["mssim_min"] is not None]
+    worst = min(dsr_mssim, default=float("nan"))
+    print(f"DSR worst frame MSSIM (paper 004: none < 0.95)     >= 0.95    {worst:.4f}")
+    heuristic_share = 100 * mean("vro", "vro_heuristic_share")
+    print(f"VRO heuristic share of selections (paper 000)      ~13%       {heuristic_share:.1f}%")
 
 
 def search_dsr(frames: int, sizes=None, threshold: float = 0.955):
@@ -152,7 +157,7 @@ def search_dsr(frames: int, sizes=None, threshold: float = 0.955):
     print(f"DSR parameter search over {len(seqs)} sequences x {frames} frames: "
           f"{time.perf_counter() - t0:.0f} s")
     print(json.dumps(params.as_dict()))
-    for name, rep in zip(names, report):
+    for name, rep in zip(names, report, strict=True):
         print(f"  {name:25s} ASR {rep['asr']:.3f}  worst MSSIM {rep['mssim_min']:.4f}  errors {rep['errors']}")
     return params
 

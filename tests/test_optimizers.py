@@ -371,7 +371,7 @@ def test_kcache_fans_are_rotational():
     v = 0
     fan = faces[offsets[v]:offsets[v + 1]]
     assert sorted(fan.tolist()) == sorted(np.nonzero((tris == v).any(1))[0].tolist())
-    for f, g in zip(fan[:-1], fan[1:]):
+    for f, g in zip(fan[:-1], fan[1:], strict=True):
         assert len(set(tris[f]) & set(tris[g])) == 2  # consecutive faces share an edge
 
 
