@@ -18,6 +18,8 @@ handlers have run, when no other thread is alive.  Interpreter teardown after nu
 compiled or loaded a kernel costs about 0.3 s of CPU (LLVM's JIT being torn down), which
 is half of a small file's whole run; nothing the program wrote is left behind by skipping
 it.  Called with ``argv`` (tests, other Python code), :func:`main` returns.
+
+Run as the program, numba's probe for a BLAS is skipped (:func:`_skip_numba_blas_probe`).
 """
 
 from __future__ import annotations
@@ -84,9 +86,34 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _skip_numba_blas_probe() -> None:
+    """Let numba set up its compiler without importing ``scipy.linalg`` (0.05-0.1 s of a
+    small file's start-up).
+
+    At its first compile or cache load numba imports ``numba.np.arraymath``, which imports
+    ``scipy.linalg.cython_blas`` only to decide whether ``np.convolve``/``np.correlate``
+    may call BLAS; this project's kernels use neither.  The import is made to fail for
+    that one module import (numba then uses its own loop there) and works again afterwards:
+    ``np.dot`` and ``np.linalg`` in numba, and ``scipy.linalg`` itself, import BLAS when
+    they are first used, as usual.
+    """
+    name = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or name in sys.modules:
+        return
+    sys.modules[name] = None  # an import of ``name`` raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401  # lazy: numba is loaded by the command that needs it
+    except ImportError:
+        pass
+    finally:
+        del sys.modules[name]
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser(requested(argv))
     args = parser.parse_args(argv)
+    if argv is None:
+        _skip_numba_blas_probe()
     with warnings.catch_warnings(record=True) as caught:
         try:
             code = int(args.func(args) or 0)

@@ -63,3 +63,28 @@ def test_bunny_analyze_matches_predict(capsys):
     expected = predict(mesh.triangles, profile="nvidia_gl")
     assert out["results"][0]["invocations"] == expected.invocations
     assert out["results"][0]["batches"] == expected.batches
+
+
+def test_skipping_numbas_blas_probe_leaves_blas_usable():
+    """The program skips numba's scipy BLAS probe at start-up (meshopt_batch_app.cli); scipy's
+    BLAS and numba's np.dot still work afterwards, and kernels give the same counts."""
+    code = """
+import sys
+import numpy as np
+from meshopt_batch_app.cli import _skip_numba_blas_probe
+_skip_numba_blas_probe()
+assert "numba.np.arraymath" in sys.modules
+assert "scipy.linalg" not in sys.modules, "the probe imported scipy.linalg"
+import numba
+from numba.np import arraymath
+assert arraymath._HAVE_BLAS is False
+dot = numba.njit(lambda a, b: np.dot(a, b))
+assert dot(np.arange(4.0), np.arange(4.0)) == 14.0
+import scipy.linalg.cython_blas  # importable again
+from meshopt_batch.reuse import predict
+tris = np.array([[0, 1, 2], [2, 1, 3], [3, 1, 4]])
+print(predict(tris, 5, profile="fifo:3").invocations)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["5"]

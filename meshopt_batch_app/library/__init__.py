@@ -17,6 +17,14 @@ module             topic
 =================  ===============================================================
 """
 
-from .runner import LibraryResult, LibrarySettings, optimize_library
 
 __all__ = ["LibraryResult", "LibrarySettings", "optimize_library"]
+
+
+def __getattr__(name: str):
+    """The runner's names, imported on first use: ``optimize FILE`` loads this package for its
+    options only and starts faster without the runner (tqdm, the pools)."""
+    if name in __all__:
+        from . import runner  # lazy: a single-file command never needs the runner
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

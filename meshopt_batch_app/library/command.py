@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from meshopt_batch.asset import AssetOptions
 from meshopt_batch.errors import MeshoptBatchError
 
 from .memory import parse_size
-from .runner import LibraryResult, LibrarySettings, optimize_library
+
+if TYPE_CHECKING:
+    from .runner import LibraryResult
 
 __all__ = ["add_library_arguments", "optimize_directory", "reject_directory_options", "summary"]
 
@@ -65,6 +68,8 @@ def summary(result: LibraryResult, source: str, out: str, scheduler: str | None)
 
 def optimize_directory(args, options: AssetOptions) -> int:
     """Run a library: every mesh file under ``args.mesh`` into ``args.output``."""
+    from .runner import LibrarySettings, optimize_library  # lazy: only a directory needs the runner
+
     settings = LibrarySettings(workers=args.workers, scheduler=args.scheduler,
                                max_memory=parse_size(args.max_memory) if args.max_memory else None,
                                progress=False if args.no_progress or args.json else None)
