@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from meshopt_batch.io import save_mesh
 from meshopt_batch.optimizers import get_method
 from meshopt_batch.profiles import get_profile
 from meshopt_batch_app.cli import main
-from meshopt_batch_app.library import LibrarySettings, optimize_library
+from meshopt_batch_app.library import LibrarySettings, cluster, optimize_library
 from meshopt_batch_app.library.discovery import discover
 from meshopt_batch_app.library.manifest import read_manifest
 from meshopt_batch_app.library.runner import RUN_MARKER
@@ -327,3 +328,20 @@ def test_dask_cluster_run_equals_local_run(library, local_run, tmp_path):
     ours, theirs = output_files(out), output_files(local_out)
     ours.pop("manifest.jsonl"), theirs.pop("manifest.jsonl")
     assert ours == theirs
+
+
+def test_unreachable_scheduler_is_one_error_line_and_leaves_no_marker(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 3)  # Dask retries a refused connection until then
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    save_mesh(shuffled(meshes.torus(10, 6)), lib / "t.ply")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "o"
+    assert main(["optimize", str(lib), "-o", str(out), "--scheduler", f"tcp://127.0.0.1:{port}",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach the Dask scheduler" in err[0]
+    assert not (out / RUN_MARKER).exists()
+    assert not (out / "t.ply").exists()

@@ -18,7 +18,8 @@ Steps of :func:`optimize_library`:
 5. Run the rest (:mod:`.dispatch` on :mod:`.local` or :mod:`.cluster`), appending each
    entry to the manifest as it comes (:mod:`.manifest`); a failed file's stale output from
    an earlier run is removed, so OUTDIR holds no output that disagrees with its input.
-6. Rewrite the manifest compactly, ordered by path, and remove the marker.
+6. Rewrite the manifest compactly, ordered by path, and remove the marker.  A run that fails
+   before it hands any file to a worker (no scheduler at the address) removes it too.
 
 Outputs of files no longer in DIR are left in OUTDIR and dropped from the manifest.
 """
@@ -115,10 +116,17 @@ def _run_marker(out: Path):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise MeshoptBatchError(f"{out}: another meshopt-batch run is writing this folder") from None
-        state = {"resumed": resumed, "finished": False}
-        yield state
-        if state["finished"]:
-            os.unlink(path)
+        state = {"resumed": resumed, "finished": False, "dispatched": False}
+        try:
+            yield state
+        except BaseException:
+            # an error before any file went to a worker (e.g. no scheduler) interrupted nothing
+            if not resumed and not state["dispatched"]:
+                state["finished"] = True
+            raise
+        finally:
+            if state["finished"]:
+                os.unlink(path)
     finally:
         os.close(fd)
 
@@ -234,7 +242,7 @@ def optimize_library(source: str | os.PathLike, out: str | os.PathLike, options:
         done = _reuse(out, inputs, previous, state["resumed"])
         write_manifest(out / MANIFEST_NAME, done.values())
         todo = [item for item in inputs if item.file.path not in done]
-        result = _run(source, out, options, settings, todo, done, previous, len(inputs))
+        result = _run(source, out, options, settings, todo, done, previous, len(inputs), state)
         entries = [done[item.file.path] for item in inputs]
         write_manifest(out / MANIFEST_NAME, entries)
         state["finished"] = True
@@ -306,7 +314,7 @@ class _Run:
         return jobs
 
 
-def _run(source, out, options, settings, todo, done, previous, total) -> dict:
+def _run(source, out, options, settings, todo, done, previous, total, state) -> dict:
     bar = tqdm(total=total, initial=len(done), unit=" files", desc="optimize", file=sys.stderr,
                dynamic_ncols=True, disable=None if settings.progress is None else not settings.progress)
     backend = None
@@ -317,6 +325,7 @@ def _run(source, out, options, settings, todo, done, previous, total) -> dict:
             if jobs:
                 backend = _make_backend(settings, len(jobs))
                 budget = settings.max_memory or default_budget(backend.slots)
+                state["dispatched"] = True
                 run_jobs(jobs, backend, budget, run.on_result, run.on_lost)
                 backend.close()
         except BaseException:
