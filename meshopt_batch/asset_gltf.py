@@ -94,7 +94,8 @@ def index_dtype(max_index: int, stored: np.dtype | None, keep: bool) -> np.dtype
 
 
 def _prediction(tris: np.ndarray, vertex_count: int, profile: Profile) -> Prediction:
-    return predict(tris, vertex_count, profile=profile)
+    # int64 as the optimizer's buffers: one compiled kernel serves every buffer of the file
+    return predict(np.asarray(tris, np.int64), vertex_count, profile=profile)
 
 
 def _position_buffer(doc: dict, vset: VertexSet) -> int:
