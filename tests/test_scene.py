@@ -288,6 +288,32 @@ def test_gltf_scene(tmp_path):
     assert load_gltf_scene(path, frames=5).frames == 5
 
 
+def test_gltf_scene_object_names_are_stable_for_multi_primitive_nodes(tmp_path):
+    import base64
+
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 1]], np.float32)
+    doc = {
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0, 1]}],
+        "nodes": [{"name": "statue", "mesh": 0}, {"mesh": 1, "translation": [3, 0, 0]}],
+        "meshes": [{"name": "parts", "primitives": [{"attributes": {"POSITION": 0}},
+                                                     {"attributes": {"POSITION": 1}}]},
+                   {"name": "single", "primitives": [{"attributes": {"POSITION": 0}}]}],
+        "accessors": [{"bufferView": 0, "byteOffset": o, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": pos[i:i + 3].min(0).tolist(), "max": pos[i:i + 3].max(0).tolist()}
+                      for i, o in ((0, 0), (3, 36))],
+        "bufferViews": [{"buffer": 0, "byteLength": pos.nbytes}],
+        "buffers": [{"byteLength": pos.nbytes,
+                     "uri": "data:application/octet-stream;base64," + base64.b64encode(pos.tobytes()).decode()}],
+    }
+    path = tmp_path / "parts.gltf"
+    path.write_text(json.dumps(doc))
+    names = [o.name for o in load_gltf_scene(path).objects]
+    assert names == [o.name for o in load_gltf_scene(path).objects]  # trimesh's suffixes are random
+    assert len(names) == 3 and len(set(names)) == 3
+    assert [n for n in names if n.startswith("statue/")] == sorted(n for n in names if n.startswith("statue/"))
+    assert sum(n.startswith("statue/") for n in names) == 2 and "1" in names
+
+
 def test_flight_helmet_scene_if_present():
     from meshes import shared_mesh_path
 

@@ -18,6 +18,7 @@ References
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,19 @@ from .scene import Scene, SceneObject
 from .schema import RenderState, SceneError
 
 __all__ = ["load_gltf_scene"]
+
+def _object_name(graph, node: str, geometry: str) -> str:
+    """A stable name for the draw of ``geometry`` at ``node``.
+
+    trimesh turns a node whose mesh has several primitives into one child frame per primitive,
+    named after the node with a random six-hex-digit suffix; such a draw is named
+    ``NODE/GEOMETRY`` instead, so a scene's object names are the same in every run.
+    """
+    parent = graph.transforms.parents.get(node)
+    if parent is not None and re.fullmatch(re.escape(str(parent)) + r"_[0-9a-f]{6}", str(node)):
+        return f"{parent}/{geometry}"
+    return str(node)
+
 
 _GLTF_PALETTE = [(0.85, 0.35, 0.3), (0.3, 0.6, 0.85), (0.45, 0.75, 0.4), (0.9, 0.75, 0.35),
                  (0.7, 0.5, 0.8), (0.6, 0.6, 0.6)]
@@ -78,7 +92,7 @@ def load_gltf_scene(path: str | Path, frames: int = 60, camera: Camera | dict | 
         k = len(objects)
         state = RenderState(lit=True, colour_kind=colour, base=_GLTF_PALETTE[k % len(_GLTF_PALETTE)],
                             cull="none")
-        objects.append(SceneObject(name=str(node), mesh=mname, object_id=k, state=state,
+        objects.append(SceneObject(name=_object_name(sc.graph, node, gname), mesh=mname, object_id=k, state=state,
                                    position=pos, rotation=rot, scale=scl))
     if not objects:
         raise SceneError(f"{path}: no triangle meshes in the glTF scene")
