@@ -9,12 +9,12 @@ project's Tipsify).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+import meshes
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import load_meshes
 from meshopt_batch.optimizers import get_method, optimize
@@ -37,15 +37,10 @@ class Draw:
 
 
 def shared_meshes_dir() -> Path | None:
-    """``$MESHOPT_BATCH_MESHES`` or ``../shared/meshes`` next to the repository, if present."""
-    env = os.environ.get("MESHOPT_BATCH_MESHES")
-    cands = [Path(env)] if env else []
-    root = Path(__file__).resolve().parent.parent
-    cands += [root.parent / "shared" / "meshes", root / "shared" / "meshes"]
-    for c in cands:
-        if c.is_dir():
-            return c
-    return None
+    """The shared test meshes' folder (:func:`meshes.shared_meshes_dir`: ``../shared/meshes`` or
+    ``$MESHOPT_BATCH_SHARED_MESHES``), or ``None`` when it is absent."""
+    d = meshes.shared_meshes_dir()
+    return d if d.is_dir() else None
 
 
 def shared_mesh_paths(max_triangles: int | None = None) -> list[Path]:

@@ -1,6 +1,6 @@
 """The llvmpipe profile predicts real meshes exactly; renumbering lowers the measured cost.
 
-Uses the shared test meshes (../shared/meshes or $MESHOPT_BATCH_MESHES); skipped when they
+Uses the shared test meshes (../shared/meshes or $MESHOPT_BATCH_SHARED_MESHES); skipped when they
 are not there. All of them run by default (a few seconds in all) except the 1.1 M-triangle
 ``bunny_sub2``, which is marked slow.
 """
