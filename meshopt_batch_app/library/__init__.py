@@ -17,7 +17,6 @@ module             topic
 =================  ===============================================================
 """
 
-
 __all__ = ["LibraryResult", "LibrarySettings", "optimize_library"]
 
 

@@ -36,6 +36,7 @@ from .schema import RenderState, SceneError
 
 __all__ = ["load_gltf_scene"]
 
+
 def _object_name(graph, node: str, geometry: str) -> str:
     """A stable name for the draw of ``geometry`` at ``node``.
 
@@ -92,8 +93,8 @@ def load_gltf_scene(path: str | Path, frames: int = 60, camera: Camera | dict | 
         k = len(objects)
         state = RenderState(lit=True, colour_kind=colour, base=_GLTF_PALETTE[k % len(_GLTF_PALETTE)],
                             cull="none")
-        objects.append(SceneObject(name=_object_name(sc.graph, node, gname), mesh=mname, object_id=k, state=state,
-                                   position=pos, rotation=rot, scale=scl))
+        objects.append(SceneObject(name=_object_name(sc.graph, node, gname), mesh=mname, object_id=k,
+                                   state=state, position=pos, rotation=rot, scale=scl))
     if not objects:
         raise SceneError(f"{path}: no triangle meshes in the glTF scene")
     centre = (lo + hi) / 2
