@@ -30,7 +30,7 @@ from meshopt_batch.profiles import get_profile
 from meshopt_batch_app.cli import main
 from meshopt_batch_app.library import LibrarySettings, cluster, optimize_library
 from meshopt_batch_app.library.discovery import discover
-from meshopt_batch_app.library.manifest import read_manifest
+from meshopt_batch_app.library.manifest import MANIFEST_NAME, read_manifest
 from meshopt_batch_app.library.runner import RUN_MARKER
 
 SHARED = meshes.shared_meshes_dir()
@@ -345,3 +345,31 @@ def test_unreachable_scheduler_is_one_error_line_and_leaves_no_marker(tmp_path, 
     assert len(err) == 1 and "cannot reach the Dask scheduler" in err[0]
     assert not (out / RUN_MARKER).exists()
     assert not (out / "t.ply").exists()
+
+
+def test_outputs_of_deleted_inputs_are_removed_and_nothing_else(tmp_path):
+    lib, out = tmp_path / "lib", tmp_path / "out"
+    (lib / "c").mkdir(parents=True)
+    for name in ("b.ply", "c/keep.ply", "edited.ply"):
+        save_mesh(shuffled(meshes.torus(10, 6)), lib / name)
+    gltf_source = SHARED_GLTF / "TextureCoordinateTest"
+    if gltf_source.is_dir():
+        shutil.copytree(gltf_source, lib / "a")
+    settings = LibrarySettings(workers=1, progress=False)
+    first = optimize_library(lib, out, OPTIONS, settings)
+    written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    (out / "notes.txt").write_text("the user's own file")
+    with open(out / "edited.ply", "ab") as f:  # an output changed by hand is not ours to remove
+        f.write(b"\n")
+    shutil.rmtree(lib / "a", ignore_errors=True)
+    (lib / "b.ply").unlink()
+    (lib / "edited.ply").unlink()
+    second = optimize_library(lib, out, OPTIONS, settings)
+    assert [e["path"] for e in second.entries] == ["c/keep.ply"]
+    assert second.entries[0]["status"] == "cached"
+    left = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    assert left == {"c/keep.ply", "edited.ply", "notes.txt"}
+    assert sorted(second.removed) == sorted(written - {"c/keep.ply", "edited.ply"})
+    if gltf_source.is_dir():
+        assert any(p.endswith(".gltf") for p in second.removed) and len(written) > 4  # external files too
+    assert len(first.entries) == (4 if gltf_source.is_dir() else 3)

@@ -63,7 +63,7 @@ def summary(result: LibraryResult, source: str, out: str, scheduler: str | None)
             "status": dict(sorted(result.counts.items())), "computed": result.computed,
             "workers": result.workers, "scheduler": scheduler, "invocations": _totals(result),
             "failed": [{"path": e["path"], "error": e.get("error", "")} for e in result.failed],
-            "seconds": round(result.seconds, 3)}
+            "removed": result.removed, "seconds": round(result.seconds, 3)}
 
 
 def optimize_directory(args, options: AssetOptions) -> int:
@@ -86,6 +86,8 @@ def optimize_directory(args, options: AssetOptions) -> int:
         how = (f"{out['computed']} optimized on {out['workers']} workers" if out["computed"]
                else "nothing to optimize")
         print(f"{out['files']} files: {counts} ({how}, {result.seconds:.1f} s)")
+        if result.removed:
+            print(f"removed {len(result.removed)} output files of inputs no longer in {args.mesh}")
         for prof, t in out["invocations"].items():
             saved = 1 - t["after"] / t["before"] if t["before"] else 0.0
             print(f"{prof}: {t['before']} -> {t['after']} vertex-shader invocations ({saved:.1%} fewer)")

@@ -21,7 +21,8 @@ Steps of :func:`optimize_library`:
 6. Rewrite the manifest compactly, ordered by path, and remove the marker.  A run that fails
    before it hands any file to a worker (no scheduler at the address) removes it too.
 
-Outputs of files no longer in DIR are left in OUTDIR and dropped from the manifest.
+Outputs of files no longer in DIR are removed from OUTDIR (those that still hash as the
+manifest recorded and that no current file uses) and dropped from the manifest.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import posixpath
 import shutil
 import sys
 import time
@@ -79,6 +81,8 @@ class LibraryResult:
     workers: int
     computed: int = 0
     counts: dict = field(default_factory=dict)
+    #: output files removed because their input is no longer in the library
+    removed: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[dict]:
@@ -210,6 +214,40 @@ def _remove_stale_output(out: Path, previous: dict | None) -> None:
                 target.unlink()
 
 
+def _remove_outputs_of_deleted_inputs(out: Path, inputs: list[_Input], previous: dict, done: dict) -> list[str]:
+    """Remove the outputs (and a ``.gltf`` output's external files) that the previous manifest
+    recorded for inputs no longer in the library; returns their paths relative to ``out``.
+
+    Only files this tool wrote are removed: each must still hash as the manifest recorded, and
+    none may be an output or external file of a current input.  Runs before the manifest is
+    rewritten, so a crash here leaves the records for the next run to finish the job.
+    """
+    current = {item.file.path for item in inputs}
+    keep = {item.file.output for item in inputs}
+    for entry in done.values():
+        folder = posixpath.dirname(entry["output"])
+        keep.update(posixpath.normpath(posixpath.join(folder, uri)) for uri in entry.get("output_references") or {})
+    removed = []
+    for path, entry in sorted(previous.items()):
+        if path in current or not entry.get("output_sha256"):
+            continue
+        folder = posixpath.dirname(entry["output"])
+        files = [(entry["output"], entry["output_sha256"])]
+        # external files copied beside the output (a URI with ".." was referred to, not copied)
+        files += [(posixpath.normpath(posixpath.join(folder, uri)), sha)
+                  for uri, sha in sorted((entry.get("output_references") or {}).items())
+                  if ".." not in uri.split("/")]
+        for rel, sha in files:
+            if rel in keep:
+                continue
+            target = out / rel
+            with contextlib.suppress(OSError):
+                if sha256_file(target) == sha:
+                    target.unlink()
+                    removed.append(rel)
+    return removed
+
+
 def _make_backend(settings: LibrarySettings, jobs: int):
     if settings.scheduler:
         return DaskBackend(settings.scheduler, settings.workers)
@@ -240,6 +278,7 @@ def optimize_library(source: str | os.PathLike, out: str | os.PathLike, options:
         inputs = _inspect(source, discover(source, out), options)
         previous = read_manifest(out / MANIFEST_NAME)
         done = _reuse(out, inputs, previous, state["resumed"])
+        removed = _remove_outputs_of_deleted_inputs(out, inputs, previous, done)
         write_manifest(out / MANIFEST_NAME, done.values())
         todo = [item for item in inputs if item.file.path not in done]
         result = _run(source, out, options, settings, todo, done, previous, len(inputs), state)
@@ -250,7 +289,7 @@ def optimize_library(source: str | os.PathLike, out: str | os.PathLike, options:
     for e in entries:
         counts[e["status"]] = counts.get(e["status"], 0) + 1
     return LibraryResult(entries, out / MANIFEST_NAME, time.perf_counter() - start, result["workers"],
-                         result["computed"], counts)
+                         result["computed"], counts, removed)
 
 
 class _Run:
