@@ -355,6 +355,8 @@ def test_outputs_of_deleted_inputs_are_removed_and_nothing_else(tmp_path):
     gltf_source = SHARED_GLTF / "TextureCoordinateTest"
     if gltf_source.is_dir():
         shutil.copytree(gltf_source, lib / "a")
+        (lib / "a" / "deeper").mkdir()
+        save_mesh(shuffled(meshes.torus(8, 5)), lib / "a" / "deeper" / "d.ply")
     settings = LibrarySettings(workers=1, progress=False)
     first = optimize_library(lib, out, OPTIONS, settings)
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
@@ -372,4 +374,5 @@ def test_outputs_of_deleted_inputs_are_removed_and_nothing_else(tmp_path):
     assert sorted(second.removed) == sorted(written - {"c/keep.ply", "edited.ply"})
     if gltf_source.is_dir():
         assert any(p.endswith(".gltf") for p in second.removed) and len(written) > 4  # external files too
-    assert len(first.entries) == (4 if gltf_source.is_dir() else 3)
+        assert not (out / "a").exists()  # the folder it left empty
+    assert len(first.entries) == (5 if gltf_source.is_dir() else 3)

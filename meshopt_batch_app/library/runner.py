@@ -216,7 +216,8 @@ def _remove_stale_output(out: Path, previous: dict | None) -> None:
 
 def _remove_outputs_of_deleted_inputs(out: Path, inputs: list[_Input], previous: dict, done: dict) -> list[str]:
     """Remove the outputs (and a ``.gltf`` output's external files) that the previous manifest
-    recorded for inputs no longer in the library; returns their paths relative to ``out``.
+    recorded for inputs no longer in the library, and the folders that leaves empty; returns the
+    removed files' paths relative to ``out``.
 
     Only files this tool wrote are removed: each must still hash as the manifest recorded, and
     none may be an output or external file of a current input.  Runs before the manifest is
@@ -245,6 +246,11 @@ def _remove_outputs_of_deleted_inputs(out: Path, inputs: list[_Input], previous:
                 if sha256_file(target) == sha:
                     target.unlink()
                     removed.append(rel)
+    for folder in sorted({(out / rel).parent for rel in removed}, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):  # folders left empty go too (deepest first)
+            while folder != out and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
     return removed
 
 
