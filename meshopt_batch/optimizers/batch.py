@@ -278,7 +278,7 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
         out = np.asarray(out, np.int64)
         opt_prof = prof
     stats["renumbered"] = renumber
-    out = np.asarray(out, np.int64)  # the kernel compiled for the input's int64 serves both calls
+    out = np.asarray(out, np.int64)  # int64 as every prediction of an asset run: one compiled kernel
     pred = predict(out, vertex_count=remap.shape[0], profile=opt_prof, return_batches=True)
     out = out.astype(np.uint32)
     stats.update(seconds=time.perf_counter() - t0, vertices_out=int(remap.shape[0]),
