@@ -15,7 +15,8 @@ Renumbering changes no triangle and no triangle order.  Only reuse models keyed 
 *numbers* can see it: llvmpipe's direct-mapped table (``vertex % 256``) and NVIDIA's 2^16
 boundary (paper 001 sec. 3.3); the caller checks those predictions before keeping it.
 
-Both functions are one ``numpy.unique`` over the flattened indices (no Python loop).
+The numbering is one compiled pass over the indices (:func:`first_use_labels`), which the
+batch optimizer also uses to lay its tables out in face order.
 
 References
 ----------
@@ -29,18 +30,45 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
-__all__ = ["first_use_gap", "first_use_order", "first_uses"]
+__all__ = ["first_use_gap", "first_use_labels", "first_use_order", "first_uses"]
+
+
+@njit(cache=True)
+def _label_by_first_use(flat, label):
+    n = 0
+    for k in range(flat.shape[0]):
+        v = flat[k]
+        if label[v] < 0:
+            label[v] = n
+            n += 1
+    return n
+
+
+def first_use_labels(indices, vertex_count: int) -> np.ndarray:
+    """``(vertex_count,)`` int64: each vertex's rank among the distinct vertices ``indices``
+    (any shape, in draw order) uses, in order of first use; -1 for a vertex never used."""
+    label = np.full(vertex_count, -1, np.int64)
+    _label_by_first_use(np.ascontiguousarray(indices, np.int64).reshape(-1), label)
+    return label
+
+
+def _flat(index_buffers: Sequence[np.ndarray]) -> np.ndarray:
+    flat = [np.asarray(b).reshape(-1) for b in index_buffers]
+    return np.concatenate(flat).astype(np.int64) if flat else np.zeros(0, np.int64)
 
 
 def first_uses(index_buffers: Sequence[np.ndarray]) -> np.ndarray:
     """Distinct vertices of the index buffers (drawn one after the other) in order of first use."""
-    flat = [np.asarray(b).reshape(-1) for b in index_buffers]
-    flat = np.concatenate(flat).astype(np.int64) if flat else np.zeros(0, np.int64)
+    flat = _flat(index_buffers)
     if flat.size == 0:
         return flat
-    vertices, first = np.unique(flat, return_index=True)
-    return vertices[np.argsort(first, kind="stable")]
+    label = first_use_labels(flat, int(flat.max()) + 1)
+    used = np.flatnonzero(label >= 0)
+    order = np.empty(used.shape[0], np.int64)
+    order[label[used]] = used
+    return order
 
 
 def first_use_order(index_buffers: Sequence[np.ndarray], vertex_count: int) -> np.ndarray:

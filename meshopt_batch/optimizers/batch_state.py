@@ -24,6 +24,7 @@ from numba import njit
 from ..profiles import Profile
 from ..reuse import memory_code, new_memory
 from ..topology import vertex_faces
+from ..vertex_fetch import first_use_labels
 from .batch_layout import (
     F_PRIO,
     F_ROWS,
@@ -57,7 +58,7 @@ from .batch_layout import (
 from .batch_queue import run_fast
 from .batch_select import select_triangle
 from .batch_steps import close_batch, emit_triangle, take_changes
-from .batch_topology import corner_others, dual_graph, find_components, first_use_labels
+from .batch_topology import corner_others, dual_graph, find_components
 
 __all__ = ["BatchState", "HEAVY_VALENCE"]
 
@@ -146,7 +147,10 @@ class BatchState:
         nv = max(vertex_count, 1)
         self.input_tris = tris
         if prof.memory != "direct" and not prof.boundary_16bit:
-            tris = first_use_labels(tris, vertex_count)
+            # vertices numbered in order of first use: every table indexed by vertex is then
+            # read in the order the faces are (vertex numbers play no part in the choices
+            # except through a direct-mapped memory or the 16-bit block rule)
+            tris = first_use_labels(tris, vertex_count)[tris].astype(np.int32)
         self.tris = tris
         self.scalars, pv, self.table = new_memory(prof, vertex_count)
         self.pv = pv.astype(np.int32)

@@ -4,7 +4,6 @@ Algorithm 2 of paper 001 walks the faces around vertices (the ``R``, ``V`` and `
 the dual graph (the ``D`` term) and, for ``fill_small``, the connected components.  Built once
 per run in int32, O(T):
 
-* :func:`first_use_labels`: vertices renumbered in order of first use, for locality;
 * :func:`corner_others`: beside :func:`meshopt_batch.topology.vertex_faces`'s vertex -> face
   lists, the two other vertices of every listed face, so that the faces sharing an edge are
   found by scanning one contiguous list instead of reading the neighbours' triangles;
@@ -34,29 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["first_use_labels", "corner_others", "dual_graph", "find_components"]
-
-
-@njit(cache=True)
-def first_use_labels(tris, vertex_count):
-    """The triangles with their vertices numbered in order of first use (int32; unused vertices
-    after the used ones).
-
-    Every table indexed by vertex is then read in the order the faces are, instead of at the
-    input's vertex numbers (scattered in a subdivided or merged mesh).  Vertex numbers play no
-    part in the optimizer's choices except through a direct-mapped memory or the 16-bit block
-    rule, where :class:`~.batch_state.BatchState` keeps the input's."""
-    label = np.full(vertex_count, -1, np.int32)
-    out = np.empty_like(tris)
-    n = 0
-    for t in range(tris.shape[0]):
-        for i in range(3):
-            v = tris[t, i]
-            if label[v] < 0:
-                label[v] = n
-                n += 1
-            out[t, i] = label[v]
-    return out
+__all__ = ["corner_others", "dual_graph", "find_components"]
 
 
 @njit(cache=True)
