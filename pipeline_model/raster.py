@@ -89,6 +89,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from .binning import TileLists
@@ -152,6 +153,14 @@ class RasterResult:
         out["pixels_covered"] = cov
         out["overshading"] = out["fragments_shaded"] / cov if cov else 0.0
         return out
+
+
+def _interleaved_rows(tiles_y: int, n_threads: int) -> np.ndarray:
+    """Tile rows dealt round-robin to ``n_threads`` contiguous blocks (rows 0, k, 2k, ...,
+    then 1, k + 1, ...): the threads' static shares of the rows then hold alternating rows,
+    so a busy band of the screen (a skyline, a crowd) is split between them."""
+    return np.concatenate([np.arange(i, tiles_y, n_threads, dtype=np.int32)
+                           for i in range(max(n_threads, 1))])
 
 
 def _csr(obj, n_tiles):
@@ -224,10 +233,12 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         n_chunks = occlusion_chunks(tiles_y, n_obj) if parallel else 1
         occ_first = np.zeros((n_chunks, n_obj, n_obj), np.int64)
         occ_count = np.zeros((n_chunks, n_obj, n_obj), np.int64)
+        row_order = np.arange(tiles_y, dtype=np.int32)
     else:
         n_chunks = tiles_y  # one tile row per prange iteration
         occ_first = np.zeros((1, 1, 1), np.int64)
         occ_count = np.zeros((1, 1, 1), np.int64)
+        row_order = _interleaved_rows(tiles_y, numba.get_num_threads() if parallel else 1)
     seq = np.zeros(max(n_chunks, 1), np.int64)
     m = tri.shape[0]
     if record_prim_visibility:
@@ -251,7 +262,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     kernel = render_tiles_parallel if parallel else render_tiles_serial
     kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
-            off, tri, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
+            off, tri, row_order, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             tie_break == "program", use_pc, prev_c, use_pd, prev_d,

@@ -155,7 +155,7 @@ def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
 def _render_impl(W, H, T, tiles_x, tiles_y,
                  rec, rec64, recf,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
-                 offsets, tri,
+                 offsets, tri, row_order,
                  skip, rate, use_prefill, prefill, hsr,
                  rec_occ, occ_first, occ_count, seq, n_chunks,
                  rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog,
@@ -168,7 +168,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     Argument groups, in order: screen and tile grid; the triangle set-up
     (:class:`~pipeline_model.raster_setup.TriangleSetup`) and each triangle's draw; per draw
     flags (:data:`F_TEST` | :data:`F_WRITE` | :data:`F_BLEND`), alpha, shader cost, colour kind
-    and parameters, dense object index; the per-tile lists (CSR); the technique inputs (skip,
+    and parameters, dense object index; the per-tile lists (CSR) and the
+    sequence in which tile rows are split into chunks; the technique inputs (skip,
     rate, depth prefill, DR pass); the records (occlusion tables per chunk, per-entry
     visibility and depth range, writer entry, program-order tie-break); the previous frame's
     buffers; the depth function code and clear values; the outputs, filled in place.
@@ -178,13 +179,14 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     for c in range(3):
         v = min(max(clear_col[c], 0.0), 1.0)
         clear_u8[c] = np.uint8(np.int64(v * 255.0 + 0.5))
-    # Tile rows are split into n_chunks contiguous chunks (one prange iteration each; tiles
-    # row-major within a chunk). Occlusion records go to the chunk's own table and counter
-    # (``occ_first[ch]``, ``seq[ch]``), merged in chunk order afterwards.
+    # The tile rows, in the sequence ``row_order``, are split into n_chunks contiguous chunks
+    # (one prange iteration each; tiles row-major within a row). Occlusion records go to the
+    # chunk's own table and counter (``occ_first[ch]``, ``seq[ch]``), merged in chunk order
+    # afterwards.
     for ch in numba.prange(n_chunks):
         oc = np.int64(ch)  # chunk index (occlusion tables are indexed only under rec_occ)
-        ti0 = (oc * tiles_y // n_chunks) * tiles_x
-        ti1 = ((oc + 1) * tiles_y // n_chunks) * tiles_x
+        r0 = oc * tiles_y // n_chunks
+        r1 = (oc + 1) * tiles_y // n_chunks
         tdepth = np.empty((T, T), np.float32)
         tcol = np.empty((T, T, 3), np.float64)
         tcol_rows = tcol.reshape(T, 3 * T)
@@ -194,9 +196,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         twriter = np.empty((T, T), np.int32)
         twtri = np.empty((T, T), np.int32)
         p = np.empty(8, np.float32)
-        for ti in range(ti0, ti1):
-            ty = ti // tiles_x
-            tx = ti - ty * tiles_x
+        for ti_ in range((r1 - r0) * tiles_x):
+            ty = np.int64(row_order[r0 + ti_ // tiles_x])
+            tx = ti_ % tiles_x
+            ti = ty * tiles_x + tx
             x0t = tx * T
             y0t = ty * T
             tw = min(W, x0t + T) - x0t

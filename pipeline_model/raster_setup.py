@@ -94,114 +94,115 @@ def prefetch(typingctx, arr, row, col):
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True)
-def _setup(xy, Z, UV, INVW, SHADE, DRAW, height, rec, rec64, recf):
-    n = xy.shape[0]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _setup_one(t, xy, Z, UV, INVW, SHADE, DRAW, Hf, rec, rec64, recf):
+    """Fill triangle ``t``'s record; True when a vertex is beyond the fixed-point range."""
     half = np.float32(0.5)
     one = np.float32(1.0)
-    Hf = height * 256
-    xg = np.empty(3, np.int64)
-    yg = np.empty(3, np.int64)
-    idx = np.empty(3, np.int64)
-    px = np.empty(3, np.int64)
-    py = np.empty(3, np.int64)
-    out_of_range = False
-    for t in range(n):
-        # window coordinates on the 1/256-pixel grid (as binning.fixed_point_xy)
-        for k in range(3):
-            px[k] = np.int64(np.rint(xy[t, k, 0] * 256.0))
-            py[k] = np.int64(np.rint(xy[t, k, 1] * 256.0))
-            if abs(px[k]) >= MAX_FIXED or abs(py[k]) >= MAX_FIXED:
-                out_of_range = True
-        # llvmpipe fixed point: GL window coords (y up), minus the pixel-centre offset
-        for k in range(3):
-            xg[k] = px[k] - 128
-            yg[k] = Hf - py[k] - 128
-        area = (xg[0] - xg[1]) * (yg[2] - yg[0]) - (xg[2] - xg[0]) * (yg[0] - yg[1])
-        if area == 0:
-            rec[t, R_FLAGS] = DRAW[t] << DRAW_SHIFT
-            continue
-        flags = VALID_BIT | (DRAW[t] << DRAW_SHIFT)
-        if area < 0:  # llvmpipe: triangle_cw -> retry_triangle_ccw(v1, v0, v2)
-            idx[0] = 1
-            idx[1] = 0
-            idx[2] = 2
+    # window coordinates on the 1/256-pixel grid (as binning.fixed_point_xy)
+    px0 = np.int64(np.rint(xy[t, 0, 0] * 256.0))
+    py0 = np.int64(np.rint(xy[t, 0, 1] * 256.0))
+    px1 = np.int64(np.rint(xy[t, 1, 0] * 256.0))
+    py1 = np.int64(np.rint(xy[t, 1, 1] * 256.0))
+    px2 = np.int64(np.rint(xy[t, 2, 0] * 256.0))
+    py2 = np.int64(np.rint(xy[t, 2, 1] * 256.0))
+    out_of_range = (max(abs(px0), abs(px1), abs(px2)) >= MAX_FIXED
+                    or max(abs(py0), abs(py1), abs(py2)) >= MAX_FIXED)
+    # llvmpipe fixed point: GL window coords (y up), minus the pixel-centre offset
+    xg0 = px0 - 128
+    xg1 = px1 - 128
+    xg2 = px2 - 128
+    yg0 = Hf - py0 - 128
+    yg1 = Hf - py1 - 128
+    yg2 = Hf - py2 - 128
+    area = (xg0 - xg1) * (yg2 - yg0) - (xg2 - xg0) * (yg0 - yg1)
+    if area == 0:
+        for k in range(R_WORDS):
+            rec[t, k] = 0
+        rec[t, R_FLAGS] = DRAW[t] << DRAW_SHIFT
+        return out_of_range
+    flags = VALID_BIT | (DRAW[t] << DRAW_SHIFT)
+    rec[t, R_BOX] = min(px0, px1, px2)
+    rec[t, R_BOX + 1] = max(px0, px1, px2)
+    rec[t, R_BOX + 2] = min(py0, py1, py2)
+    rec[t, R_BOX + 3] = max(py0, py1, py2)
+    # set-up vertex order: llvmpipe's triangle_cw -> retry_triangle_ccw(v1, v0, v2)
+    i0, i1 = (1, 0) if area < 0 else (0, 1)
+    if area < 0:
+        xg0, xg1 = xg1, xg0
+        yg0, yg1 = yg1, yg0
+    for i in range(3):
+        if i == 0:
+            xa, ya, xb, yb = xg0, yg0, xg1, yg1
+        elif i == 1:
+            xa, ya, xb, yb = xg1, yg1, xg2, yg2
         else:
-            idx[0] = 0
-            idx[1] = 1
-            idx[2] = 2
-        xmin = px[0]
-        xmax = xmin
-        ymin = py[0]
-        ymax = ymin
-        for k in range(1, 3):
-            xmin = min(xmin, px[k])
-            xmax = max(xmax, px[k])
-            ymin = min(ymin, py[k])
-            ymax = max(ymax, py[k])
-        rec[t, R_BOX] = xmin
-        rec[t, R_BOX + 1] = xmax
-        rec[t, R_BOX + 2] = ymin
-        rec[t, R_BOX + 3] = ymax
-        for i in range(3):
-            a = idx[i]
-            b = idx[(i + 1) % 3]
-            dx = xg[b] - xg[a]
-            dy = yg[b] - yg[a]
-            rec[t, R_AB + 2 * i] = dy
-            rec[t, R_AB + 2 * i + 1] = -dx
-            bi = 1 if (dy > 0 or (dy == 0 and dx < 0)) else 0
-            rec64[t, R_C64 + i] = dx * yg[a] - dy * xg[a] + bi
-            flags |= bi << i
-        # depth plane, float32, llvmpipe lp_state_setup.c order of operations
-        i0 = idx[0]
-        i1 = idx[1]
-        i2 = idx[2]
-        x0 = np.float32(px[i0] / 256.0)
-        x1 = np.float32(px[i1] / 256.0)
-        x2 = np.float32(px[i2] / 256.0)
-        y0 = np.float32((Hf - py[i0]) / 256.0)
-        y1 = np.float32((Hf - py[i1]) / 256.0)
-        y2 = np.float32((Hf - py[i2]) / 256.0)
-        z0 = Z[t, i0]
-        z1 = Z[t, i1]
-        z2 = Z[t, i2]
-        x0c = x0 - half
-        y0c = y0 - half
-        dx01 = x0 - x1
-        dy01 = y0 - y1
-        dx20 = x2 - x0
-        dy20 = y2 - y0
-        e = dx01 * dy20
-        f = dy01 * dx20
-        ooa = one / (e - f)
-        dy20o = dy20 * ooa
-        dy01o = dy01 * ooa
-        dx20o = dx20 * ooa
-        dx01o = dx01 * ooa
-        da01 = z0 - z1
-        da20 = z2 - z0
-        dadx = da01 * dy20o - da20 * dy01o
-        dady = da20 * dx01o - da01 * dx20o
-        av = dadx * x0c + dady * y0c
-        recf[t, R_PLANE] = dadx
-        recf[t, R_PLANE + 1] = dady
-        recf[t, R_PLANE + 2] = z0 - av
-        rec[t, R_FLAGS] = flags
-        # attributes in the (possibly swapped) vertex order; barycentric of vertex i+2 ~ edge i
-        for k in range(3):
-            s = idx[k]
-            recf[t, R_ATTR + 4 * k] = UV[t, s, 0]
-            recf[t, R_ATTR + 4 * k + 1] = UV[t, s, 1]
-            recf[t, R_ATTR + 4 * k + 2] = SHADE[t, s]
-            recf[t, R_ATTR + 4 * k + 3] = INVW[t, s]
+            xa, ya, xb, yb = xg2, yg2, xg0, yg0
+        dx = xb - xa
+        dy = yb - ya
+        rec[t, R_AB + 2 * i] = dy
+        rec[t, R_AB + 2 * i + 1] = -dx
+        bi = 1 if (dy > 0 or (dy == 0 and dx < 0)) else 0
+        rec64[t, R_C64 + i] = dx * ya - dy * xa + bi
+        flags |= bi << i
+    # depth plane, float32, llvmpipe lp_state_setup.c order of operations
+    x0 = np.float32((xg0 + 128) / 256.0)
+    x1 = np.float32((xg1 + 128) / 256.0)
+    x2 = np.float32((xg2 + 128) / 256.0)
+    y0 = np.float32((yg0 + 128) / 256.0)
+    y1 = np.float32((yg1 + 128) / 256.0)
+    y2 = np.float32((yg2 + 128) / 256.0)
+    z0 = Z[t, i0]
+    z1 = Z[t, i1]
+    z2 = Z[t, 2]
+    x0c = x0 - half
+    y0c = y0 - half
+    dx01 = x0 - x1
+    dy01 = y0 - y1
+    dx20 = x2 - x0
+    dy20 = y2 - y0
+    e = dx01 * dy20
+    f = dy01 * dx20
+    ooa = one / (e - f)
+    dy20o = dy20 * ooa
+    dy01o = dy01 * ooa
+    dx20o = dx20 * ooa
+    dx01o = dx01 * ooa
+    da01 = z0 - z1
+    da20 = z2 - z0
+    dadx = da01 * dy20o - da20 * dy01o
+    dady = da20 * dx01o - da01 * dx20o
+    av = dadx * x0c + dady * y0c
+    recf[t, R_PLANE] = dadx
+    recf[t, R_PLANE + 1] = dady
+    recf[t, R_PLANE + 2] = z0 - av
+    rec[t, R_FLAGS] = flags
+    # attributes in the set-up vertex order; barycentric of vertex i+2 ~ edge i
+    for k in range(3):
+        s = i0 if k == 0 else (i1 if k == 1 else 2)
+        recf[t, R_ATTR + 4 * k] = UV[t, s, 0]
+        recf[t, R_ATTR + 4 * k + 1] = UV[t, s, 1]
+        recf[t, R_ATTR + 4 * k + 2] = SHADE[t, s]
+        recf[t, R_ATTR + 4 * k + 3] = INVW[t, s]
     return out_of_range
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _setup(xy, Z, UV, INVW, SHADE, DRAW, height, rec, rec64, recf):
+    """Every triangle's record (triangles are independent: one prange over them); the number
+    of triangles with a vertex beyond the fixed-point range."""
+    Hf = np.int64(height) * 256
+    n_out = 0
+    for t in numba.prange(xy.shape[0]):
+        if _setup_one(t, xy, Z, UV, INVW, SHADE, DRAW, Hf, rec, rec64, recf):
+            n_out += 1
+    return n_out
+
+
 def _aligned_records(n: int) -> np.ndarray:
-    """Zeroed ``(n, R_WORDS)`` int32 records starting on a 64-byte boundary (a record is two
-    cache lines)."""
-    buf = np.zeros(n * R_WORDS + 16, np.int32)
+    """Uninitialised ``(n, R_WORDS)`` int32 records starting on a 64-byte boundary (a record
+    is two cache lines); :func:`_setup` writes every word."""
+    buf = np.empty(n * R_WORDS + 16, np.int32)
     skip = (-buf.ctypes.data % 64) // 4
     return buf[skip:skip + n * R_WORDS].reshape(n, R_WORDS)
 

@@ -5,6 +5,7 @@ GL cross-checks are in tests/test_gl_reference.py.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -322,9 +323,27 @@ def test_determinism_bit_exact_and_serial_equals_parallel():
     a, tiles = render(f, parallel=True)
     b = render_frame(f, tiles, parallel=False)
     c = render_frame(f, tiles)
-    for r in (b, c):
+    # the parallel kernel deals tile rows to the threads round-robin: any thread count gives
+    # the same bits
+    n_threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        d = render_frame(f, tiles, parallel=True)
+    finally:
+        numba.set_num_threads(n_threads)
+    for r in (b, c, d):
         for name in ("colour", "depth", "shaded", "covered", "tile_counters", "shader_cycles"):
             assert np.array_equal(getattr(a, name), getattr(r, name)), name
+
+
+@pytest.mark.parametrize("tiles_y", [1, 5, 48])
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_interleaved_rows_is_a_permutation(tiles_y, n_threads):
+    from pipeline_model.raster import _interleaved_rows
+    rows = _interleaved_rows(tiles_y, n_threads)
+    assert sorted(rows.tolist()) == list(range(tiles_y))
+    # a thread's static share (a contiguous block) holds every n_threads-th row
+    assert rows[: (tiles_y + n_threads - 1) // n_threads].tolist() == list(range(0, tiles_y, n_threads))
 
 
 def test_order_override_and_skip():
@@ -460,3 +479,18 @@ def test_tie_break_program_makes_reordered_opaque_frames_identical():
     assert np.array_equal(render_frame(f, tiles, tie_break="program").colour, base.colour)
     with pytest.raises(ValueError):
         render_frame(f, tiles, tie_break="x")
+
+
+def test_setup_records_of_degenerate_triangles_and_both_windings():
+    from pipeline_model.raster_setup import R_FLAGS, VALID_BIT, setup_triangles
+    xy = np.array([[[1, 1], [5, 1], [9, 1]],     # collinear: zero area
+                   [[1, 1], [5, 1], [3, 6]],
+                   [[1, 1], [3, 6], [5, 1]]], float)
+    f = FrameGeometry.from_screen_triangles(xy, np.full((3, 3), 0.5, np.float32), width=16, height=16)
+    s = setup_triangles(f)
+    assert s.valid.tolist() == [False, True, True]
+    # every word of a zero-area record is written (the buffer is not zeroed beforehand)
+    assert not s.rec[0, :R_FLAGS].any() and not s.rec[0, R_FLAGS + 1:].any()
+    assert s.rec[0, R_FLAGS] & VALID_BIT == 0
+    # the two windings of one triangle cover the same pixels with the same depth plane
+    assert np.array_equal(s.box[1], s.box[2]) and np.array_equal(s.plane[1], s.plane[2])
