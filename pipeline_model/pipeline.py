@@ -126,10 +126,20 @@ class FrameContext:
         if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
             self.shared["setup"] = raster.setup_triangles(self.frame)
         kw.setdefault("setup", self.shared["setup"])
+        # the first render with the same options but for the per-tile inputs lends its tiles
+        # (RE's and DSR's renders take the baseline's or EVR's tiles they draw alike)
+        first_by_options = self.shared.setdefault("first_by_options", {})
+        options_key = None
+        if not kw.get("record_occlusion") and "reuse" not in kw:
+            options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS})
+            if options_key in first_by_options:
+                kw["reuse"] = first_by_options[options_key]
         t0 = time.perf_counter()
         result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
         renders[key] = result
+        if options_key is not None:
+            first_by_options.setdefault(options_key, result)
         return result
 
     def baseline(self):
@@ -141,6 +151,10 @@ class FrameContext:
     def final_depth(self) -> np.ndarray:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
+
+
+#: Render arguments a render may differ in and still take tiles from another (``reuse=``).
+_PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previous_depth"})
 
 
 def _render_key(value):

@@ -6,7 +6,7 @@ Signature (as in .notes/PIPELINE.md, with additive keyword arguments marked *)::
                  hsr_pass=False, record_occlusion=False, record_prim_visibility=False,
                  previous_colour=None, previous_depth=None*, depth_func="less"*,
                  clear_colour=(0, 0, 0)*, clear_depth=1.0*, record_writer=False*,
-                 tie_break="none"*, parallel=None*, setup=None*) -> RasterResult
+                 tie_break="none"*, parallel=None*, setup=None*, reuse=None*) -> RasterResult
 
 ``RasterResult``: ``colour`` uint8 (H, W, 3), ``depth`` float32 (H, W), ``shaded`` / ``covered``
 int32 (H, W) per-pixel fragment counts, ``tile_counters`` int64 (n_tiles, len(COUNTER_NAMES))
@@ -74,6 +74,11 @@ Options:
   ``record_occlusion`` included (per-chunk tables, see above). Default: parallel unless the
   environment variable ``MESHOPT_BATCH_RASTER_THREADS=1``.
 * ``setup``: a cached :func:`setup_triangles` of the frame (it depends on the frame only).
+* ``reuse``: an earlier result of this frame rendered with the same options except ``order``,
+  ``skip``, ``rate`` and the previous buffers (checked; ``ValueError`` otherwise, and always
+  with ``record_occlusion``). Every tile both renders draw, at the same rate and from the same
+  list, is copied from it instead of drawn (:mod:`pipeline_model.raster_reuse`); the result is
+  bit-identical to a full render. ``result.extra["tiles_reused"]`` counts them.
 
 DR and oracle give images identical to the baseline as long as blended draws do not write depth
 (translucent draws are NWOZ in our scenes); the test suite checks it.
@@ -87,6 +92,7 @@ the merge of VRO's per-chunk occlusion records.
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass, field
 
 import numba
@@ -105,6 +111,7 @@ from .raster_kernel import (
     render_tiles_serial,
 )
 from .raster_occlusion import first_seen_pairs, merge_chunks, occlusion_chunks
+from .raster_reuse import copy_tiles, reusable_tiles
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
 __all__ = ["RasterResult", "render_frame", "setup_triangles", "TriangleSetup", "DEPTH_FUNCS",
@@ -137,6 +144,9 @@ class RasterResult:
     prim_zmax: np.ndarray | None = None     # float32 (M,)
     writer_entry: np.ndarray | None = None  # int32 (H, W): list entry of the last opaque writer
     extra: dict = field(default_factory=dict)
+    # what a later render of the frame needs to take tiles from this one (``reuse=``): the
+    # frame (weak reference), the rendered lists, skip, rate, prefill and the other options
+    inputs: dict | None = field(default=None, repr=False)
 
     def counter(self, name: str) -> np.ndarray:
         """Per-tile values of one counter (``COUNTER_NAMES`` or ``shader_cycles``)."""
@@ -163,6 +173,26 @@ def _interleaved_rows(tiles_y: int, n_threads: int) -> np.ndarray:
                            for i in range(max(n_threads, 1))])
 
 
+def _tiles_from(ref: RasterResult, frame, grid, options, prefill, skip, rate, offsets, tri,
+                record_occlusion) -> np.ndarray:
+    """The tiles of this render that ``ref`` (an earlier render of the same frame with the same
+    options) drew identically (:func:`~pipeline_model.raster_reuse.reusable_tiles`)."""
+    ri = ref.inputs
+    if record_occlusion:
+        raise ValueError("reuse: the occlusion record numbers relations across tiles; "
+                         "render it in full")
+    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != grid:
+        raise ValueError("reuse: the reference is not a render of this frame and tile grid")
+    same_prefill = ((prefill is None and ri["prefill"] is None)
+                    or (prefill is not None and ri["prefill"] is not None
+                        and np.array_equal(prefill, ri["prefill"])))
+    if repr(ri["options"]) != repr(options) or not same_prefill:
+        raise ValueError("reuse: the reference was rendered with other options "
+                         "(only order, skip, rate and the previous buffers may differ)")
+    return reusable_tiles(skip, rate, offsets, tri, ri["skip"], ri["rate"], ri["offsets"],
+                          ri["tri"])
+
+
 def _csr(obj, n_tiles):
     """The ``order`` override as contiguous ``(offsets, tri)`` arrays, or None."""
     if obj is None:
@@ -184,7 +214,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                  depth_func: str = "less", clear_colour=(0.0, 0.0, 0.0),
                  clear_depth: float = 1.0, record_writer: bool = False,
                  tie_break: str = "none", parallel: bool | None = None,
-                 setup: TriangleSetup | None = None) -> RasterResult:
+                 setup: TriangleSetup | None = None,
+                 reuse: RasterResult | None = None) -> RasterResult:
     """Render one frame tile by tile (see the module docstring for every option)."""
     W, H, T = frame.width, frame.height, tiles.tile
     if (tiles.width, tiles.height) != (W, H):
@@ -219,6 +250,17 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         raise ValueError("previous_colour must be (H, W, 3) uint8")
     if use_pd and prev_d.shape != (H, W):
         raise ValueError("previous_depth must be (H, W)")
+
+    options = (DEPTH_FUNCS[depth_func], float(np.float32(clear_depth)),
+               tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3)),
+               tie_break, bool(hsr_pass), bool(record_writer), bool(record_prim_visibility))
+    reused = None
+    kernel_skip = skip_a
+    if reuse is not None:
+        reused = _tiles_from(reuse, frame, (T, tiles_x, tiles_y), options,
+                             prefill if use_prefill else None,
+                             skip_a, rate_a, off, tri, record_occlusion)
+        kernel_skip = skip_a | reused  # drawn by copying after the kernel
 
     dflags = (frame.depth_test.astype(np.int8) * F_TEST + frame.depth_write.astype(np.int8) * F_WRITE
               + frame.blend.astype(np.int8) * F_BLEND).astype(np.int8)
@@ -262,15 +304,30 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     kernel = render_tiles_parallel if parallel else render_tiles_serial
     kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
-            off, tri, row_order, skip_a, rate_a, use_prefill, prefill, bool(hsr_pass),
+            off, tri, row_order, kernel_skip, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             tie_break == "program", use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
             colour, depth, shaded, covered, counters, cycles)
+    if reused is not None and reused.any():
+        ri = reuse.inputs
+        copy_tiles(reused, W, H, T, tiles_x, off, ri["offsets"],
+                   colour, depth, shaded, covered, counters, cycles,
+                   reuse.colour, reuse.depth, reuse.shaded, reuse.covered, reuse.tile_counters,
+                   reuse.shader_cycles, bool(record_writer), writer,
+                   reuse.writer_entry if record_writer else writer,
+                   bool(record_prim_visibility), vis, zmin, zmax,
+                   reuse.prim_visible if record_prim_visibility else vis,
+                   reuse.prim_zmin if record_prim_visibility else zmin,
+                   reuse.prim_zmax if record_prim_visibility else zmax)
     res = RasterResult(colour=colour, depth=depth, shaded=shaded, covered=covered,
                        tile_counters=counters, shader_cycles=cycles, tiles_x=tiles_x,
                        tiles_y=tiles_y, tile=T)
+    res.inputs = {"frame": weakref.ref(frame), "offsets": off, "tri": tri, "skip": skip_a,
+                  "rate": rate_a, "prefill": prefill if use_prefill else None, "options": options}
+    if reused is not None:
+        res.extra["tiles_reused"] = int(reused.sum())
     if record_occlusion:
         first, count = merge_chunks(occ_first, occ_count, seq)
         res.occlusion_pairs, res.occlusion_counts, res.occlusion_conflicts = first_seen_pairs(

@@ -1,0 +1,120 @@
+"""Tiles taken from an earlier render of the frame (``render_frame(reuse=)``): bit-identical to
+a full render for every per-tile input, refused where it would not be."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline_model import pipeline, raster
+from pipeline_model.binning import bin_triangles
+from pipeline_model.frame import FrameGeometry
+from pipeline_model.raster import render_frame
+
+FIELDS = ("colour", "depth", "shaded", "covered", "tile_counters", "shader_cycles", "writer_entry",
+          "prim_visible", "prim_zmin", "prim_zmax", "vis_offsets", "vis_tri")
+
+
+def _frame(seed=0, w=160, h=96, n=500):
+    rng = np.random.default_rng(seed)
+    c = rng.uniform([-10, -10], [w + 10, h + 10], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    nd = 14
+    return FrameGeometry.from_screen_triangles(
+        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
+        width=w, height=h, colour_kind=np.arange(nd) % 5, blend=np.arange(nd) >= 11,
+        depth_write=np.arange(nd) < 10, alpha=0.6, object_id=np.arange(nd) // 2,
+        inv_w=rng.uniform(0.5, 2, size=(n, 3)), uv=rng.uniform(0, 4, size=(n, 3, 2)),
+        shade=rng.uniform(0, 1, size=(n, 3)))
+
+
+def _assert_same(a, b):
+    for name in FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            assert np.array_equal(x, y), name
+
+
+def _reversed_every_other_tile(tiles):
+    off, tri = tiles.offsets, tiles.tri.copy()
+    for i in range(0, tiles.n_tiles, 2):
+        tri[off[i]:off[i + 1]] = tri[off[i]:off[i + 1]][::-1]
+    return off, tri
+
+
+@pytest.mark.parametrize("options", [{}, {"depth_func": "lequal"},
+                                     {"record_writer": True, "record_prim_visibility": True,
+                                      "tie_break": "program"}])
+def test_reuse_is_bit_identical_to_a_full_render(options):
+    f = _frame()
+    tiles = bin_triangles(f)
+    n = tiles.n_tiles
+    rng = np.random.default_rng(3)
+    previous = render_frame(f, tiles)
+    ref = render_frame(f, tiles, **options)
+    variants = [
+        {"skip": rng.random(n) < 0.3, "previous_colour": previous.colour,
+         "previous_depth": previous.depth},
+        {"rate": rng.integers(0, 3, n)},
+        {"order": _reversed_every_other_tile(tiles)},
+        {"order": _reversed_every_other_tile(tiles), "rate": rng.integers(0, 2, n),
+         "skip": rng.random(n) < 0.2},
+    ]
+    for variant in variants:
+        kw = {**options, **variant}
+        full = render_frame(f, tiles, **kw)
+        taken = render_frame(f, tiles, reuse=ref, **kw)
+        _assert_same(full, taken)
+        reused = taken.extra["tiles_reused"]
+        assert 0 < reused < n
+    # a render of the same inputs takes every tile
+    assert render_frame(f, tiles, reuse=ref, **options).extra["tiles_reused"] == n
+
+
+def test_reuse_refused_where_tiles_would_differ():
+    f = _frame(1)
+    tiles = bin_triangles(f)
+    ref = render_frame(f, tiles)
+    with pytest.raises(ValueError, match="other options"):
+        render_frame(f, tiles, reuse=ref, depth_func="lequal")
+    with pytest.raises(ValueError, match="other options"):
+        render_frame(f, tiles, reuse=ref, depth_prefill=ref.depth)
+    with pytest.raises(ValueError, match="occlusion"):
+        render_frame(f, tiles, reuse=ref, record_occlusion=True)
+    other = _frame(1)
+    with pytest.raises(ValueError, match="not a render of this frame"):
+        render_frame(other, bin_triangles(other), reuse=ref)
+    with pytest.raises(ValueError, match="tile grid"):
+        render_frame(f, bin_triangles(f, 32), reuse=ref)
+
+
+def test_simulate_counts_and_images_unchanged_by_tile_reuse(monkeypatch):
+    """The frame loop lends tiles between its techniques' renders: the same rows and images as
+    with every render drawn in full."""
+    techniques = ["baseline", "re", "dsr", "evr", "evr+re", "evr+dsr", "vro+re"]
+    full_render = raster.render_frame
+    lent = []
+
+    def counting(frame, tiles, **kw):
+        res = full_render(frame, tiles, **kw)
+        if "reuse" in kw:
+            lent.append(res.extra["tiles_reused"])
+        return res
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    kept = pipeline.simulate("hud-over-3d", techniques, frames=3, width=192, height=128,
+                             keep_images=True, progress=False)
+    assert len(lent) >= 6 and sum(lent) > 0
+
+    def no_reuse(frame, tiles, **kw):
+        kw.pop("reuse", None)
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", no_reuse)
+    drawn = pipeline.simulate("hud-over-3d", techniques, frames=3, width=192, height=128,
+                              keep_images=True, progress=False)
+    assert kept.rows == drawn.rows
+    for name in techniques:
+        for a, b in zip(kept.images[name], drawn.images[name], strict=True):
+            assert np.array_equal(a, b), name
