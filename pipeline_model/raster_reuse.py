@@ -44,17 +44,18 @@ def reusable_tiles(skip, rate, offsets, tri, ref_skip, ref_rate, ref_offsets, re
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def copy_tiles(reuse, W, H, T, tiles_x, offsets, ref_offsets,
                colour, depth, shaded, covered, counters, cycles,
                ref_colour, ref_depth, ref_shaded, ref_covered, ref_counters, ref_cycles,
                rec_writer, writer, ref_writer, rec_vis, vis, zmin, zmax,
                ref_vis, ref_zmin, ref_zmax):
-    """Copy every tile marked in ``reuse`` from the reference render's outputs (``ref_*``).
+    """Copy every tile marked in ``reuse`` from the reference render's outputs (``ref_*``),
+    row by row, tiles on all threads.
 
     List entries are positions in each render's own lists, so the writer and visibility
     records of a tile move by the difference of the two tiles' list offsets."""
-    for ti in range(reuse.shape[0]):
+    for ti in numba.prange(reuse.shape[0]):
         if not reuse[ti]:
             continue
         ty = ti // tiles_x
@@ -65,22 +66,20 @@ def copy_tiles(reuse, W, H, T, tiles_x, offsets, ref_offsets,
         y1 = min(H, y0 + T)
         shift = offsets[ti] - ref_offsets[ti]
         for y in range(y0, y1):
-            for x in range(x0, x1):
-                for c in range(3):
-                    colour[y, x, c] = ref_colour[y, x, c]
-                depth[y, x] = ref_depth[y, x]
-                shaded[y, x] = ref_shaded[y, x]
-                covered[y, x] = ref_covered[y, x]
-                if rec_writer:
+            colour[y, x0:x1, :] = ref_colour[y, x0:x1, :]
+            depth[y, x0:x1] = ref_depth[y, x0:x1]
+            shaded[y, x0:x1] = ref_shaded[y, x0:x1]
+            covered[y, x0:x1] = ref_covered[y, x0:x1]
+            if rec_writer:
+                for x in range(x0, x1):
                     w = ref_writer[y, x]
                     writer[y, x] = w + shift if w >= 0 else -1
-        for k in range(counters.shape[1]):
-            counters[ti, k] = ref_counters[ti, k]
+        counters[ti, :] = ref_counters[ti, :]
         cycles[ti] = ref_cycles[ti]
         if rec_vis:
             r0 = ref_offsets[ti]
             s0 = offsets[ti]
-            for q in range(offsets[ti + 1] - s0):
-                vis[s0 + q] = ref_vis[r0 + q]
-                zmin[s0 + q] = ref_zmin[r0 + q]
-                zmax[s0 + q] = ref_zmax[r0 + q]
+            m = offsets[ti + 1] - s0
+            vis[s0:s0 + m] = ref_vis[r0:r0 + m]
+            zmin[s0:s0 + m] = ref_zmin[r0:r0 + m]
+            zmax[s0:s0 + m] = ref_zmax[r0:r0 + m]
