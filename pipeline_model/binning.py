@@ -101,6 +101,15 @@ def fixed_point_xy(xy: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(xy, np.float64) * SUBPIXEL_SCALE).astype(np.int64)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def fixed_point_vertices(xy, t):
+    """:func:`fixed_point_xy` of triangle ``t`` in a compiled pass: ``x0, y0, x1, y1, x2, y2``
+    (int64, 1/256 pixel units, y down)."""
+    return (np.int64(np.rint(xy[t, 0, 0] * 256.0)), np.int64(np.rint(xy[t, 0, 1] * 256.0)),
+            np.int64(np.rint(xy[t, 1, 0] * 256.0)), np.int64(np.rint(xy[t, 1, 1] * 256.0)),
+            np.int64(np.rint(xy[t, 2, 0] * 256.0)), np.int64(np.rint(xy[t, 2, 1] * 256.0)))
+
+
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _overlaps(x0, y0, x1, y1, x2, y2, bx0, by0, bx1, by1):
     """Positive-area overlap of a triangle (fixed point, CCW or CW) and the box [b0, b1]."""
@@ -135,12 +144,7 @@ def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts):
     m = 0
     binned = 0
     for t in range(lo, hi):
-        x0 = np.int64(np.rint(xy[t, 0, 0] * 256.0))
-        y0 = np.int64(np.rint(xy[t, 0, 1] * 256.0))
-        x1 = np.int64(np.rint(xy[t, 1, 0] * 256.0))
-        y1 = np.int64(np.rint(xy[t, 1, 1] * 256.0))
-        x2 = np.int64(np.rint(xy[t, 2, 0] * 256.0))
-        y2 = np.int64(np.rint(xy[t, 2, 1] * 256.0))
+        x0, y0, x1, y1, x2, y2 = fixed_point_vertices(xy, t)
         xmin = min(x0, min(x1, x2))
         xmax = max(x0, max(x1, x2))
         ymin = min(y0, min(y1, y2))

@@ -40,6 +40,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .binning import fixed_point_vertices
 from .frame import FrameGeometry
 
 __all__ = ["TriangleSetup", "setup_triangles", "covers", "depth_at", "fma32", "prefetch", "R_AB", "R_C64",
@@ -95,17 +96,24 @@ def prefetch(typingctx, arr, row, col):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _edge(rec, rec64, t, i, xa, ya, xb, yb):
+    """Edge ``i`` (from ``a`` to ``b``) of triangle ``t``'s record: ``A, B`` and ``C`` with the
+    fill-rule bias folded in; returns the bias at flag bit ``i``."""
+    dx = xb - xa
+    dy = yb - ya
+    rec[t, R_AB + 2 * i] = dy
+    rec[t, R_AB + 2 * i + 1] = -dx
+    bi = 1 if (dy > 0 or (dy == 0 and dx < 0)) else 0
+    rec64[t, R_C64 + i] = dx * ya - dy * xa + bi
+    return bi << i
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _setup_one(t, xy, Z, UV, INVW, SHADE, DRAW, Hf, rec, rec64, recf):
     """Fill triangle ``t``'s record; True when a vertex is beyond the fixed-point range."""
     half = np.float32(0.5)
     one = np.float32(1.0)
-    # window coordinates on the 1/256-pixel grid (as binning.fixed_point_xy)
-    px0 = np.int64(np.rint(xy[t, 0, 0] * 256.0))
-    py0 = np.int64(np.rint(xy[t, 0, 1] * 256.0))
-    px1 = np.int64(np.rint(xy[t, 1, 0] * 256.0))
-    py1 = np.int64(np.rint(xy[t, 1, 1] * 256.0))
-    px2 = np.int64(np.rint(xy[t, 2, 0] * 256.0))
-    py2 = np.int64(np.rint(xy[t, 2, 1] * 256.0))
+    px0, py0, px1, py1, px2, py2 = fixed_point_vertices(xy, t)
     out_of_range = (max(abs(px0), abs(px1), abs(px2)) >= MAX_FIXED
                     or max(abs(py0), abs(py1), abs(py2)) >= MAX_FIXED)
     # llvmpipe fixed point: GL window coords (y up), minus the pixel-centre offset
@@ -127,24 +135,14 @@ def _setup_one(t, xy, Z, UV, INVW, SHADE, DRAW, Hf, rec, rec64, recf):
     rec[t, R_BOX + 2] = min(py0, py1, py2)
     rec[t, R_BOX + 3] = max(py0, py1, py2)
     # set-up vertex order: llvmpipe's triangle_cw -> retry_triangle_ccw(v1, v0, v2)
-    i0, i1 = (1, 0) if area < 0 else (0, 1)
+    i0, i1 = 0, 1
     if area < 0:
+        i0, i1 = 1, 0
         xg0, xg1 = xg1, xg0
         yg0, yg1 = yg1, yg0
-    for i in range(3):
-        if i == 0:
-            xa, ya, xb, yb = xg0, yg0, xg1, yg1
-        elif i == 1:
-            xa, ya, xb, yb = xg1, yg1, xg2, yg2
-        else:
-            xa, ya, xb, yb = xg2, yg2, xg0, yg0
-        dx = xb - xa
-        dy = yb - ya
-        rec[t, R_AB + 2 * i] = dy
-        rec[t, R_AB + 2 * i + 1] = -dx
-        bi = 1 if (dy > 0 or (dy == 0 and dx < 0)) else 0
-        rec64[t, R_C64 + i] = dx * ya - dy * xa + bi
-        flags |= bi << i
+    flags |= _edge(rec, rec64, t, 0, xg0, yg0, xg1, yg1)
+    flags |= _edge(rec, rec64, t, 1, xg1, yg1, xg2, yg2)
+    flags |= _edge(rec, rec64, t, 2, xg2, yg2, xg0, yg0)
     # depth plane, float32, llvmpipe lp_state_setup.c order of operations
     x0 = np.float32((xg0 + 128) / 256.0)
     x1 = np.float32((xg1 + 128) / 256.0)
