@@ -10,21 +10,23 @@ follows one rule as it is published, written plainly from the rule (one compiled
 independent of :mod:`meshopt_batch.reuse`), so that the probe's experiments and fit can be
 checked against GPUs nobody here can reach:
 
-================  ==============================================================================
-``nvidia_gl``     batches of at most 96 indices and 32 shaded vertices; a vertex is reused when
-                  it occurs among the batch's last 42 index positions (OpenGL) [1]_
-``nvidia_dx``     the same batches; reuse at distance ``d`` from an earlier position ``i`` iff
-                  ``d <= 44`` (``i % 3 == 0``), ``d <= 40 or d == 42`` (1), ``d <= 42 and
-                  d != 40`` (2) (Direct3D) [1]_
-``amd``           batches of 384 indices, an LRU of 15 vertices per batch [1]_
-``intel``         one FIFO of 128 vertices for the whole draw (the paper's approximation) [1]_
-``llvmpipe``      segments of 1023 indices, each with a 256-slot table keyed by ``index % 256``
-                  (Mesa's draw module, ``draw_pt_vsplit.c``)
-``mali_valhall``  every referenced index shades its aligned group of 4 vertex ids, each group
-                  once per draw: indices 0, 7, 15 shade vertices 0-7 and 12-15 (issue 18)
-``mali_400``      the draw shades every vertex from its smallest to its largest index: indices
-                  0, 1000, 2 shade 1001 vertices (issue 18)
-================  ==============================================================================
+====================  ============================================================================
+``nvidia_gl``         batches of at most 96 indices and 32 shaded vertices; a vertex is reused when
+                      it occurs among the batch's last 42 index positions (OpenGL) [1]_
+``nvidia_gl_16bit``   ``nvidia_gl`` where two consecutive indices in different 2^16 blocks empty
+                      the look-back (measured on an H100; paper 001 sec. 3.3 reports the effect)
+``nvidia_dx``         the same batches; reuse at distance ``d`` from an earlier position ``i`` iff
+                      ``d <= 44`` (``i % 3 == 0``), ``d <= 40 or d == 42`` (1), ``d <= 42 and
+                      d != 40`` (2) (Direct3D) [1]_
+``amd``               batches of 384 indices, an LRU of 15 vertices per batch [1]_
+``intel``             one FIFO of 128 vertices for the whole draw (the paper's approximation) [1]_
+``llvmpipe``          segments of 1023 indices, each with a 256-slot table keyed by ``index % 256``
+                      (Mesa's draw module, ``draw_pt_vsplit.c``)
+``mali_valhall``      every referenced index shades its aligned group of 4 vertex ids, each group
+                      once per draw: indices 0, 7, 15 shade vertices 0-7 and 12-15 (issue 18)
+``mali_400``          the draw shades every vertex from its smallest to its largest index: indices
+                      0, 1000, 2 shade 1001 vertices (issue 18)
+====================  ============================================================================
 
 and variants with other sizes: ``batch_64_16`` (64 indices / 16 shaded, look-back 42),
 ``lookback_20``, ``lru_7``, ``fifo_32``, ``direct_128`` and ``groups_8``.  :data:`SIMULATED`
@@ -58,9 +60,15 @@ def _direct3d_rule(distance, earlier_position):
 
 
 @njit(cache=True)
-def _reused_in_window(batch, filled, vertex, window, direct3d):
-    """Is ``vertex`` reused at batch position ``filled``, given the batch's earlier indices?"""
+def _reused_in_window(batch, filled, vertex, window, direct3d, blocks):
+    """Is ``vertex`` reused at batch position ``filled``, given the batch's earlier indices?
+    With ``blocks`` the search stops where two consecutive indices lie in different 2^16
+    blocks."""
+    later = vertex
     for i in range(filled - 1, -1, -1):
+        if blocks and batch[i] >> 16 != later >> 16:
+            return False
+        later = batch[i]
         distance = filled - i
         if not direct3d and distance > window:
             return False
@@ -72,10 +80,11 @@ def _reused_in_window(batch, filled, vertex, window, direct3d):
 
 
 @njit(cache=True)
-def look_back_batches(indices, vertex_count, batch_indices, batch_shaded, window, direct3d):
+def look_back_batches(indices, vertex_count, batch_indices, batch_shaded, window, direct3d,
+                      blocks=False):
     """NVIDIA: batches of ``batch_indices`` indices and ``batch_shaded`` shaded vertices; every
     index is appended to the batch and reuses an equal index within ``window`` positions back
-    (or under the Direct3D rule)."""
+    (or under the Direct3D rule), and with ``blocks`` only back to the last 2^16 block switch."""
     counts = np.zeros(vertex_count, np.int64)
     batch = np.empty(batch_indices, np.int64)
     fresh = np.zeros(3, np.bool_)
@@ -87,7 +96,7 @@ def look_back_batches(indices, vertex_count, batch_indices, batch_shaded, window
                 filled, shaded = 0, 0
             for k in range(3):
                 v = np.int64(indices[3 * t + k])
-                fresh[k] = not _reused_in_window(batch, filled + k, v, window, direct3d)
+                fresh[k] = not _reused_in_window(batch, filled + k, v, window, direct3d, blocks)
                 batch[filled + k] = v
             if shaded + fresh.sum() > batch_shaded and attempt == 0:
                 filled, shaded = 0, 0      # the triangle does not fit: it starts the next batch
@@ -198,6 +207,12 @@ def nvidia_gl(indices, vertex_count):
     return look_back_batches(indices, vertex_count, 96, 32, 42, False)
 
 
+def nvidia_gl_16bit(indices, vertex_count):
+    """NVIDIA, OpenGL, with the 2^16 block rule measured on an H100: reuse reaches back only
+    to the last pair of consecutive indices in different 2^16 blocks."""
+    return look_back_batches(indices, vertex_count, 96, 32, 42, False, True)
+
+
 def nvidia_dx(indices, vertex_count):
     """NVIDIA, Direct3D: 96 / 32 per batch, the position-mod-3 look-back rule."""
     return look_back_batches(indices, vertex_count, 96, 32, 0, True)
@@ -259,6 +274,6 @@ def groups_8(indices, vertex_count):
 
 
 #: Every simulated GPU by name (``--counter gpu_probe.simulated:NAME``).
-SIMULATED = {f.__name__: f for f in (nvidia_gl, nvidia_dx, amd, intel, llvmpipe, mali_valhall,
+SIMULATED = {f.__name__: f for f in (nvidia_gl, nvidia_gl_16bit, nvidia_dx, amd, intel, llvmpipe, mali_valhall,
                                      mali_400, batch_64_16, lookback_20, lru_7, fifo_32,
                                      direct_128, groups_8)}

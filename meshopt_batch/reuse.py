@@ -38,7 +38,7 @@ _KIND_CODES = {"fifo": KIND_FIFO, "lookback": KIND_LOOKBACK, "lookback_dx": KIND
                "lru": KIND_LRU, "direct": KIND_DIRECT}
 
 # layout of the scalar state array
-S_BATCH_START, S_MISSES, S_BATCH_MISS_START, S_EPOCH, S_LRU_COUNT, S_BLOCK, S_MIXED, S_LEN = range(8)
+S_MEMORY_START, S_MISSES, S_BATCH_MISS_START, S_EPOCH, S_LRU_COUNT, S_BLOCK, S_LEN = range(7)
 
 
 def memory_code(profile: Profile) -> int:
@@ -54,9 +54,10 @@ def new_memory(profile: Profile, vertex_count: int):
 
     Returns
     -------
-    scalars : (7,) int64
-        Batch start position, FIFO miss counter, miss counter at batch start, batch epoch,
-        LRU fill, the batch's first 2^16 block, and whether the batch mixes blocks.
+    scalars : (6,) int64
+        Position from which the memory holds entries (the batch start or the last 2^16 block
+        switch), FIFO miss counter, miss counter at that point, memory epoch, LRU fill, and
+        the 2^16 block of the previous index.
     per_vertex : int64 array
         Last batch position (look-back), last position per residue mod 3 (Direct3D rule) or
         insertion stamp (FIFO); ``-1`` means never seen.
@@ -85,7 +86,7 @@ def new_memory(profile: Profile, vertex_count: int):
 @njit(cache=True)
 def lookback_lookup(size, scalars, per_vertex, table, v, p):
     last = per_vertex[v]
-    return last >= scalars[S_BATCH_START] and p - last <= size
+    return last >= scalars[S_MEMORY_START] and p - last <= size
 
 
 @njit(cache=True)
@@ -97,7 +98,7 @@ def lookback_touch(size, scalars, per_vertex, table, v, p, hit):
 def dx_lookup(size, scalars, per_vertex, table, v, p):
     for r in range(3):
         last = per_vertex[3 * v + r]
-        if last >= scalars[S_BATCH_START] and dx_reuse(p - last, r):
+        if last >= scalars[S_MEMORY_START] and dx_reuse(p - last, r):
             return True
     return False
 
@@ -160,30 +161,32 @@ def direct_touch(size, scalars, per_vertex, table, v, p, hit):
 
 
 @njit(cache=True)
-def note_block(bound16, scalars, v):
-    """Track the 2^16 blocks a batch references (paper 001 sec. 3.3 approximation).
-
-    Returns True while the batch may still reuse vertices.
-    """
+def note_block(bound16, scalars, v, p):
+    """The ``+16bit`` rule (:func:`meshopt_batch.reuse_kernels._block_switch`): when ``v`` lies
+    in another 2^16 block than the previous index, the memory forgets everything (it is
+    emptied at absolute index position ``p``, before ``v`` is looked up)."""
     if not bound16:
-        return True
+        return
     block = v >> 16
-    if scalars[S_BLOCK] < 0:
-        scalars[S_BLOCK] = block
-    elif scalars[S_BLOCK] != block:
-        scalars[S_MIXED] = 1
-    return scalars[S_MIXED] == 0
+    if scalars[S_BLOCK] >= 0 and scalars[S_BLOCK] != block:
+        mem_flush(scalars, p)
+    scalars[S_BLOCK] = block
+
+
+@njit(cache=True)
+def mem_flush(scalars, p):
+    """Empty the memory from absolute index position ``p`` on (the batch goes on)."""
+    scalars[S_MEMORY_START] = p
+    scalars[S_BATCH_MISS_START] = scalars[S_MISSES]
+    scalars[S_EPOCH] += 1
+    scalars[S_LRU_COUNT] = 0
 
 
 @njit(cache=True)
 def mem_new_batch(scalars, p):
     """Forget everything: a new batch starts at absolute index position ``p``."""
-    scalars[S_BATCH_START] = p
-    scalars[S_BATCH_MISS_START] = scalars[S_MISSES]
-    scalars[S_EPOCH] += 1
-    scalars[S_LRU_COUNT] = 0
+    mem_flush(scalars, p)
     scalars[S_BLOCK] = -1
-    scalars[S_MIXED] = 0
 
 
 @dataclass

@@ -22,8 +22,9 @@ A triangle is first pushed through the live memory (a *trial*).  When it overflo
 a stamp or a batch start, plus clearing the three look-back entries the trial wrote) and the
 triangle is pushed again: the whole triangle moves to the next batch, as Algorithm 1's lines
 16-27 do.  ``MAX_SIZE`` is checked before the trial (``size + 2 > MAX_SIZE`` is the printed test
-``size + i > MAX_SIZE`` at the triangle's last index).  With the ``+16bit`` rule a batch stops
-reusing anything once it has referenced two 2^16 blocks (paper 001 sec. 3.3).
+``size + i > MAX_SIZE`` at the triangle's last index).  With the ``+16bit`` rule the memory
+forgets everything whenever an index lies in another 2^16 block than the index before it
+(:func:`_block_switch`).
 
 The kernels take no compiled functions as arguments, so numba caches all of them on disk.
 
@@ -52,12 +53,17 @@ def dx_reuse(d, residue):
 
 
 @njit(cache=True, inline="always")
-def _note_block(v, block, mixed):
-    """The 2^16 block rule: ``(first block of the batch, batch mixes blocks)`` after ``v``."""
+def _block_switch(v, block):
+    """The 2^16 block rule: ``(v's block, whether it differs from the previous index's block)``.
+
+    Paper 001 sec. 3.3 reports that NVIDIA's look-back reuse may fail in batches whose indices
+    cross a multiple of 2^16.  Measured on an NVIDIA H100 (OpenGL, driver 580.159.04,
+    ``results/nvidia_*_2026-11-25``): a vertex is reused only if no two consecutive indices
+    between its last reference and the current one lie in different 2^16 blocks, i.e. each
+    block switch empties the memory; exact on every recorded draw.
+    """
     b = v >> 16
-    if block < 0:
-        return b, mixed
-    return block, mixed or b != block
+    return b, block >= 0 and b != block
 
 
 @njit(cache=True, inline="always")
@@ -81,15 +87,14 @@ def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts,
     n = tris.shape[0]
     invocations = 0
     batches = 1 if n > 0 else 0
-    batch_start = 0
+    memory_start = 0
     size = 0
     uniques = 0
     block = -1
-    mixed = False
     for t in range(n):
         pos = 3 * t
         if max_size > 0 and size + 2 > max_size:
-            batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+            memory_start, size, uniques, block = pos, 0, 0, -1
             batches = _record_batch(starts, batches, t)
         for attempt in range(2):
             added = 0
@@ -97,16 +102,18 @@ def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts,
             for i in range(3):
                 v = np.int64(tris[t, i])
                 if bound16:
-                    block, mixed = _note_block(v, block, mixed)
+                    block, switched = _block_switch(v, block)
+                    if switched:
+                        memory_start = pos + i
                 p = last[v]
-                if mixed or p < batch_start or pos + i - p > window:
+                if p < memory_start or pos + i - p > window:
                     added += 1
                     missed |= 1 << i
                 last[v] = pos + i
             if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
                 for i in range(3):
                     last[tris[t, i]] = -1
-                batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+                memory_start, size, uniques, block = pos, 0, 0, -1
                 batches = _record_batch(starts, batches, t)
                 continue
             break
@@ -149,33 +156,34 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, sha
     n = tris.shape[0]
     invocations = 0
     batches = 1 if n > 0 else 0
-    batch_start = 0
+    memory_start = 0
     size = 0
     uniques = 0
     block = -1
-    mixed = False
     for t in range(n):
         pos = 3 * t
         if max_size > 0 and size + 2 > max_size:
-            batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+            memory_start, size, uniques, block = pos, 0, 0, -1
             batches = _record_batch(starts, batches, t)
         for attempt in range(2):
             added = 0
             missed = 0
             for i in range(3):
                 v = np.int64(tris[t, i])
-                if bound16:
-                    block, mixed = _note_block(v, block, mixed)
                 q = pos + i
+                if bound16:
+                    block, switched = _block_switch(v, block)
+                    if switched:
+                        memory_start = q
                 base = 4 * v
                 p = last4[base]
                 hit = False
-                if not mixed and p >= batch_start:
+                if p >= memory_start:
                     hit = q - p <= near
                     if not hit:
                         for r in range(3):
                             p = last4[base + 1 + r]
-                            hit |= p >= batch_start and q - p <= reach[3 * i + r]
+                            hit |= p >= memory_start and q - p <= reach[3 * i + r]
                 if not hit:
                     added += 1
                     missed |= 1 << i
@@ -186,7 +194,7 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, sha
                     base = 4 * np.int64(tris[t, i])
                     for r in range(4):
                         last4[base + r] = -1
-                batch_start, size, uniques, block, mixed = pos, 0, 0, -1, False
+                memory_start, size, uniques, block = pos, 0, 0, -1
                 batches = _record_batch(starts, batches, t)
                 continue
             break
@@ -209,10 +217,9 @@ def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, 
     size = 0
     uniques = 0
     block = -1
-    mixed = False
     for t in range(n):
         if max_size > 0 and size + 2 > max_size:
-            batch_misses, size, uniques, block, mixed = misses, 0, 0, -1, False
+            batch_misses, size, uniques, block = misses, 0, 0, -1
             batches = _record_batch(starts, batches, t)
         for attempt in range(2):
             added = 0
@@ -220,15 +227,17 @@ def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, 
             for i in range(3):
                 v = np.int64(tris[t, i])
                 if bound16:
-                    block, mixed = _note_block(v, block, mixed)
+                    block, switched = _block_switch(v, block)
+                    if switched:
+                        batch_misses = misses
                 s = stamp[v]
-                if mixed or s < batch_misses or s < misses - capacity:
+                if s < batch_misses or s < misses - capacity:
                     stamp[v] = misses
                     misses += 1
                     added += 1
                     missed |= 1 << i
             if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
-                batch_misses, size, uniques, block, mixed = misses, 0, 0, -1, False
+                batch_misses, size, uniques, block = misses, 0, 0, -1
                 batches = _record_batch(starts, batches, t)
                 continue
             break
@@ -269,10 +278,9 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
     size = 0
     uniques = 0
     block = -1
-    mixed = False
     for t in range(n):
         if max_size > 0 and size + 2 > max_size:
-            used, head, tail, size, uniques, block, mixed = 0, -1, -1, 0, 0, -1, False
+            used, head, tail, size, uniques, block = 0, -1, -1, 0, 0, -1
             batches = _record_batch(starts, batches, t)
         for attempt in range(2):
             added = 0
@@ -280,9 +288,11 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
             for i in range(3):
                 v = np.int64(tris[t, i])
                 if bound16:
-                    block, mixed = _note_block(v, block, mixed)
+                    block, switched = _block_switch(v, block)
+                    if switched:
+                        used, head, tail = 0, -1, -1
                 s = slot_of[v]
-                if not mixed and 0 <= s < used and slot_vertex[s] == v:
+                if 0 <= s < used and slot_vertex[s] == v:
                     if s != head:
                         head, tail = _lru_make_newest(s, head, tail, older, newer)
                     continue
@@ -305,7 +315,7 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
                 slot_vertex[s] = v
                 slot_of[v] = s
             if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
-                used, head, tail, size, uniques, block, mixed = 0, -1, -1, 0, 0, -1, False
+                used, head, tail, size, uniques, block = 0, -1, -1, 0, 0, -1
                 batches = _record_batch(starts, batches, t)
                 continue
             break
@@ -329,10 +339,9 @@ def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slo
     size = 0
     uniques = 0
     block = -1
-    mixed = False
     for t in range(n):
         if max_size > 0 and size + 2 > max_size:
-            epoch, size, uniques, block, mixed = epoch + 1, 0, 0, -1, False
+            epoch, size, uniques, block = epoch + 1, 0, 0, -1
             batches = _record_batch(starts, batches, t)
         for attempt in range(2):
             added = 0
@@ -340,16 +349,18 @@ def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slo
             for i in range(3):
                 v = np.int64(tris[t, i])
                 if bound16:
-                    block, mixed = _note_block(v, block, mixed)
+                    block, switched = _block_switch(v, block)
+                    if switched:
+                        epoch += 1
                 s = v & mask if mask >= 0 else v % slots
-                if mixed or slot_vertex[s] != v or slot_epoch[s] != epoch:
+                if slot_vertex[s] != v or slot_epoch[s] != epoch:
                     slot_vertex[s] = v
                     slot_epoch[s] = epoch
                     seen[v] = 1
                     added += 1
                     missed |= 1 << i
             if attempt == 0 and max_uniques > 0 and uniques + added > max_uniques:
-                epoch, size, uniques, block, mixed = epoch + 1, 0, 0, -1, False
+                epoch, size, uniques, block = epoch + 1, 0, 0, -1
                 batches = _record_batch(starts, batches, t)
                 continue
             break

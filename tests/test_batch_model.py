@@ -78,3 +78,18 @@ def test_order_free_profiles_keep_the_input_order():
     res = optimize_batch(tris, 20, profile=Profile("groups", 0, 0, "groups", 4))
     assert np.array_equal(res.triangles, tris)
     assert res.stats["invocations"] == 12          # vertices 0-7 and 12-15
+
+
+@pytest.mark.parametrize("profile", ["nvidia_gl+16bit", "nvidia_dx+16bit", "amd+16bit", "fifo:5+16bit",
+                                     "lru:4+16bit"])
+def test_block_rule_model_matches_predictor_across_2_16(profile):
+    """With the fix off the optimizer counts under the ``+16bit`` rule itself: every block
+    switch empties its memory exactly as the predictor's kernels do."""
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(20, 300))
+        tris = rng.integers(0, n, size=(int(rng.integers(30, 500)), 3)) + (65536 - n // 2)
+        res = optimize_batch(tris, 65536 + n, profile=get_profile(profile), fix_16bit=False)
+        pred = predict(res.triangles, 65536 + n, profile=profile, return_batches=True)
+        assert res.stats["model_invocations"] == pred.invocations == res.stats["invocations"]
+        assert np.array_equal(res.batch_starts, pred.batch_starts)

@@ -30,6 +30,7 @@ from meshopt_batch_app import cli
 #: indices holds 21 whole triangles, so its MAX_SIZE is 63 (the staircase steps at 66).
 EXPECTED = {
     "nvidia_gl": (96, 32, "lookback", 42),
+    "nvidia_gl_16bit": (96, 32, "lookback", 42),
     "nvidia_dx": (96, 32, "lookback_dx", 44),
     "amd": (384, 384, "lru", 15),
     "intel": (0, 0, "fifo", 128),
@@ -62,7 +63,7 @@ def test_blind_fit_recovers_simulated_gpu(name, tmp_path, capsys):
     assert out["fit"]["verification"]["cases"] == 120 and out["fit"]["verification"]["exact"]
     profile = get_profile(str(saved))
     assert (profile.max_size, profile.max_uniques, profile.memory, profile.memory_size) == EXPECTED[name]
-    assert not profile.boundary_16bit
+    assert profile.boundary_16bit == (name == "nvidia_gl_16bit")
     assert "index_size" not in out["experiments"]          # needs OpenGL's render state
 
     count = simulated.SIMULATED[name]

@@ -30,8 +30,7 @@ from ..reuse import (
     KIND_LOOKBACK,
     KIND_LOOKBACK_DX,
     KIND_LRU,
-    S_BATCH_START,
-    S_MIXED,
+    S_MEMORY_START,
     direct_lookup,
     direct_touch,
     dx_lookup,
@@ -119,7 +118,8 @@ def _trial_added(tris, t, rot, P, ST, scalars, pv, table, snap_sc, snap_pv, snap
     ok = True
     for i in range(3):
         v = np.int64(tris[t, (i + rot) % 3])
-        hit = note_block(bound16, scalars, v) and mem_lookup(P[P_KIND], msize, scalars, pv, table, v, pos + i)
+        note_block(bound16, scalars, v, pos + i)
+        hit = mem_lookup(P[P_KIND], msize, scalars, pv, table, v, pos + i)
         if not hit:
             added += 1
         if (maxu > 0 and uniq + added > maxu) or (maxs > 0 and size + i > maxs):
@@ -172,7 +172,7 @@ def choose_rotation(tris, t, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_t
         if maxs > 0 and ST[ST_SIZE] + 2 > maxs:
             return -1
         pos = 3 * ST[ST_EMITTED]
-        bs = scalars[S_BATCH_START]
+        bs = scalars[S_MEMORY_START]
         for r in range(nrot):
             a = _lookback_added(tris, t, r, pos, bs, P[P_MEMSIZE], pv)
             if (maxu == 0 or ST[ST_UNIQ] + a <= maxu) and a < best_added:
@@ -193,8 +193,7 @@ def choose_rotation(tris, t, P, ST, scalars, pv, table, snap_sc, snap_pv, snap_t
 
 @njit(cache=True, _nrt=False)
 def still_reusable(P, scalars, pv, table, v, p):
-    """Would the memory module reuse vertex ``v`` at index position ``p`` (and, under the
-    16-bit rule, is the batch still single-block)?  The ``R`` term's test (lines 26-31)."""
-    if P[P_BOUND16] != 0 and scalars[S_MIXED] != 0:
-        return False
+    """Would the memory module reuse vertex ``v`` at index position ``p``?  The ``R`` term's
+    test (lines 26-31); under the 16-bit rule the block switches so far have emptied the memory
+    already (:func:`meshopt_batch.reuse.note_block`)."""
     return mem_lookup(P[P_KIND], P[P_MEMSIZE], scalars, pv, table, v, p)

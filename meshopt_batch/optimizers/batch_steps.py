@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..reuse import KIND_FIFO, KIND_LOOKBACK, KIND_LRU, S_BATCH_START, S_LRU_COUNT, S_MISSES, mem_new_batch, note_block
+from ..reuse import KIND_FIFO, KIND_LOOKBACK, KIND_LRU, S_LRU_COUNT, S_MEMORY_START, S_MISSES, mem_new_batch, note_block
 from .batch_fit import mem_lookup, mem_touch, still_reusable
 from .batch_layout import (
     B_CAND,
@@ -305,7 +305,8 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
     n_out = 0
     for i in range(3):
         v = np.int64(tris[t, (i + rot) % 3])
-        hit = note_block(bound16, scalars, v) and mem_lookup(P[P_KIND], msize, scalars, pv, table, v, pos + i)
+        note_block(bound16, scalars, v, pos + i)
+        hit = mem_lookup(P[P_KIND], msize, scalars, pv, table, v, pos + i)
         if not hit:
             added += 1
             if fifo:
@@ -369,7 +370,7 @@ def emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
         # look-back: only the vertices at the three positions that just left the window
         window = P[P_MEMSIZE]
         n_out = 0
-        for p in range(max(pos - window, scalars[S_BATCH_START]), max(pos + 3 - window, 0)):
+        for p in range(max(pos - window, scalars[S_MEMORY_START]), max(pos + 3 - window, 0)):
             q = p // 3
             v = tris[order[q], (p % 3 + rots[q]) % 3]
             if vstate[v] & V_REUSABLE != 0 and not still_reusable(P, scalars, pv, table, v, nxt):
