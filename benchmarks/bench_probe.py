@@ -13,13 +13,19 @@ simulated GPU of :mod:`gpu_probe.simulated` and prints what was found, the repro
 experiment draws and the verification on 200 random buffers and the small shared meshes in
 three orders.  ``--counter MODULE:FUNCTION`` runs the experiment part against any counter.
 
+With ``--optimizers`` it measures, on this GPU, every optimizer's order of every shared mesh
+(as each method returns it, and renumbered by first use as meshoptimizer's
+``optimize_vertex_fetch`` / gltfpack do afterwards), next to the ``nvidia_gl`` and
+``nvidia_gl+16bit`` predictions, with each method's ratio to meshoptimizer's measured ASR.
+
 With ``--results DIR`` it also writes the raw results, each with the renderer string and
 the date: ``<gpu>_experiments_<date>.json`` (every experiment draw's measured invocations,
 the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
 ``<gpu>_mse_<date>.csv`` / ``<gpu>_accuracy_<date>.png`` (predicted vs measured ASR per
-profile, paper 001 Fig. 2) and ``<gpu>_renumber_<date>.json``.
+profile, paper 001 Fig. 2), ``<gpu>_renumber_<date>.json`` and, with ``--optimizers``,
+``<gpu>_optimizers_<date>.csv``.
 
-Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated]
+Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated] [--optimizers]
 """
 
 from __future__ import annotations
@@ -98,7 +104,7 @@ def bench_large(meshes_dir):
         return None
     _cache.clear()
     t0 = time.perf_counter()
-    out = probe_mesh(path, builtin_profile_names())
+    out = probe_mesh(path, [*builtin_profile_names(), "nvidia_gl+16bit"])
     dt = time.perf_counter() - t0
     d = load_draws(path)[0]
     tri = np.array(d.triangles)
@@ -148,6 +154,52 @@ def bench_renumber(meshes_dir, names=("bunny.ply",)):
     return rows
 
 
+OPTIMIZERS = ("original", "meshoptimizer", "tipsify", "forsyth", "kcache", "hoppe", "batch")
+
+
+def bench_optimizers(meshes_dir):
+    """Measured ASR of every optimizer's order on this GPU (pandas table, one row per order)."""
+    import pandas as pd
+
+    from meshopt_batch.optimizers import get_method, optimize
+    from meshopt_batch.profiles import get_profile
+    from meshopt_batch.reuse import predict
+
+    profiles = {p: get_profile(p) for p in ("nvidia_gl", "nvidia_gl+16bit")}
+    rows = []
+    paths = sorted(meshes_dir.glob("*.ply")) + sorted(meshes_dir.glob("*.glb")) if meshes_dir else []
+    for path in paths:
+        for d in load_draws(path):
+            tri = np.array(d.triangles)
+            for name in OPTIMIZERS:
+                method = get_method(name)
+                if not method.available:
+                    continue
+                t0 = time.perf_counter()
+                res = optimize(tri, d.vertex_count, method=method)
+                secs = time.perf_counter() - t0
+                V = len(res.vertex_remap) if res.vertex_remap is not None else d.vertex_count
+                first_use, _ = renumber_first_use(np.asarray(res.triangles, np.uint32), V)
+                for numbering, t in (("as returned", np.asarray(res.triangles)), ("first use", first_use)):
+                    m = measure_invocations(t, V, per_vertex=False)
+                    row = {"mesh": d.name, "triangles": d.triangle_count, "vertices": V,
+                           "method": name, "numbering": numbering, "measured": m.invocations,
+                           "measured_asr": m.invocations / d.triangle_count, "seconds": secs}
+                    for p, prof in profiles.items():
+                        row[f"{p}_asr"] = predict(t, V, profile=prof).invocations / d.triangle_count
+                    rows.append(row)
+    df = pd.DataFrame(rows)
+    if len(df):
+        peer = df[df.method == "meshoptimizer"].set_index(["mesh", "numbering"]).measured_asr
+        df["vs_meshoptimizer"] = [r.measured_asr / peer.get((r.mesh, r.numbering), np.nan)
+                                  for r in df.itertuples()]
+        table = df.pivot_table(index=["mesh", "numbering"], columns="method", values="measured_asr",
+                               sort=False)
+        print("measured ASR on this GPU, per optimizer (columns) and vertex numbering:")
+        print(table.round(4).to_string())
+    return df
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", metavar="DIR", help="write raw results into DIR")
@@ -155,6 +207,8 @@ def main(argv=None):
                     help="renumbering table for every shared mesh (default: bunny)")
     ap.add_argument("--simulated", action="store_true",
                     help="blind fit against every simulated GPU (no GPU needed)")
+    ap.add_argument("--optimizers", action="store_true",
+                    help="measure every optimizer's order of every shared mesh on this GPU")
     ap.add_argument("--counter", metavar="MODULE:FUNCTION",
                     help="run the experiments and the fit against this counter only")
     args = ap.parse_args(argv)
@@ -177,6 +231,7 @@ def main(argv=None):
     if args.all_meshes and meshes_dir is not None:
         names = tuple(p.name for p in sorted(meshes_dir.glob("*.ply")))
     ren = bench_renumber(meshes_dir, names)
+    opt = bench_optimizers(meshes_dir) if args.optimizers else None
     if args.results:
         out = Path(args.results)
         out.mkdir(parents=True, exist_ok=True)
@@ -201,6 +256,10 @@ def main(argv=None):
             print(mse.head(8)[["mse", "max_abs_error", "exact_cases", "cases"]].to_string())
         atomic_write(out / f"{slug}_renumber_{date}.json", json.dumps(
             {**head, "large_probe": large, "rows": ren}, indent=1, default=float) + "\n")
+        if opt is not None and len(opt):
+            opt.insert(0, "renderer", info["renderer"])
+            opt.insert(1, "date", date)
+            atomic_write(out / f"{slug}_optimizers_{date}.csv", opt.to_csv(index=False))
         print(f"results written to {out}/{slug}_*_{date}.*")
     return 0
 

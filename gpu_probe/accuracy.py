@@ -28,8 +28,9 @@ CACHE_SIZES = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64, 96, 128, 256)
 
 
 def default_profiles(cache_sizes=CACHE_SIZES) -> list[str]:
-    """Built-in batch profiles plus ``fifo:N`` and ``lru:N`` for every size."""
-    return (builtin_profile_names() + [f"fifo:{n}" for n in cache_sizes]
+    """Built-in batch profiles, ``nvidia_gl+16bit`` (the 2^16 block rule) and ``fifo:N`` and
+    ``lru:N`` for every size."""
+    return (builtin_profile_names() + ["nvidia_gl+16bit"] + [f"fifo:{n}" for n in cache_sizes]
             + [f"lru:{n}" for n in cache_sizes])
 
 

@@ -17,6 +17,9 @@ series, the positions where the count steps, and the value it derives.
 ``extent``          which vertices a draw shades: only those it references, the aligned
                     groups around them (Mali Valhall) or its whole index range (Mali-400)
 ``boundary_16bit``  the same buffers with indices straddling a multiple of 2^16 or not
+``block_switch``    vertices of two 2^16 blocks in one batch: is a vertex reused after the
+                    index stream moved to the other block and back (A B A), or only within
+                    one run of a block (A B B)?  Plus random buffers around 2^16 and 2^17
 ``index_size``      the same buffers as 16- and 32-bit indices
 ``render_state``    rasterizer discard vs a 1x1 framebuffer, extra varyings, draw offset
 ``random``          random index buffers of many sizes (verification set for ``fit``)
@@ -435,6 +438,12 @@ def _window_buffers(rng, count: int, width: int = 128, max_tris: int = 700):
     return out
 
 
+def boundary_16bit_buffers(count: int = 40, seed: int = 16):
+    """The buffers of :func:`boundary_16bit`: ``(straddling 2^16, around 2^15, relative)``."""
+    rel = _window_buffers(np.random.default_rng(seed), count)
+    return [r + (65536 - 64) for r in rel], [r + (32768 - 64) for r in rel], rel
+
+
 @_recorded
 def boundary_16bit(counter, count: int = 40, seed: int = 16) -> Experiment:
     """Random buffers over 128 vertices centred on 2^16 (straddling) vs on 2^15 (not).
@@ -443,10 +452,7 @@ def boundary_16bit(counter, count: int = 40, seed: int = 16) -> Experiment:
     any difference is due to the 16-bit boundary (NVIDIA, paper 001 sec. 3.3).
     """
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    rel = _window_buffers(rng, count)
-    straddle = [r + (65536 - 64) for r in rel]
-    below = [r + (32768 - 64) for r in rel]
+    straddle, below, rel = boundary_16bit_buffers(count, seed)
     V = 65536 + 64 + 1
     ts, _, _ = counter.measure(straddle, V)
     tb, _, _ = counter.measure(below, V)
@@ -457,6 +463,68 @@ def boundary_16bit(counter, count: int = 40, seed: int = 16) -> Experiment:
         "buffer #", x, ts.tolist(), tb.tolist(), [i for i, d in enumerate(diff) if d],
         {"differs": any(diff), "max_extra_invocations": int(max(diff)) if diff else 0},
         {"difference": diff, "triangles": [len(r) // 3 for r in rel]},
+        time.perf_counter() - t0,
+    )
+
+
+BLOCK_SWITCH_GROUPS = (
+    # (name, [(lowest vertex, highest + 1, most vertices drawn from it)], draws, most triangles)
+    ("two_blocks", [(65520, 65536, 8), (65536, 65552, 8)], 240, 14),
+    ("two_blocks_long", [(65520, 65536, 10), (65536, 65552, 10)], 80, 32),
+    ("three_blocks", [(65520, 65536, 6), (65536, 65552, 6), (131072, 131088, 6)], 80, 14),
+    ("far_blocks", [(0, 16, 8), (131172, 131188, 8)], 60, 14),
+    ("same_block_far", [(0, 16, 8), (65496, 65512, 8)], 60, 14),
+)
+
+
+def block_switch_buffers(seed: int = 1616):
+    """The buffers of :func:`block_switch`: ``(designed, [(group, buffer), ...])``.
+
+    ``designed`` holds ``A A`` (one block), ``A B B`` and ``A B A`` (triangles of block ``A``
+    just below 2^16 and ``B`` just above); the random groups draw triangles from vertex pools
+    in the blocks of :data:`BLOCK_SWITCH_GROUPS`, and ``window`` buffers span 32 to 512
+    vertices around 2^16 over many batches.
+    """
+    a, b = [65533, 65534, 65535], [65536, 65537, 65538]
+    designed = [np.array(a + a), np.array(a + b + b), np.array(a + b + a)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, pools, draws, max_tris in BLOCK_SWITCH_GROUPS:
+        for _ in range(draws):
+            pool = np.concatenate([rng.choice(np.arange(lo, hi), size=int(rng.integers(1, k + 1)),
+                                              replace=False) for lo, hi, k in pools])
+            if pool.size < 3:
+                pool = np.concatenate([pool, np.arange(pools[0][0], pools[0][0] + 3)])[:3]
+            t = int(rng.integers(1, max_tris + 1))
+            out.append((name, np.concatenate([rng.choice(pool, size=3, replace=False) for _ in range(t)])))
+    for _ in range(60):
+        w = int(rng.choice([32, 128, 512]))
+        out.append(("window", rng.integers(0, w, size=3 * int(rng.integers(1, 700))) + (65536 - w // 2)))
+    return designed, out
+
+
+@_recorded
+def block_switch(counter, seed: int = 1616) -> Experiment:
+    """How the 2^16 block effect works: reuse after the index stream changes block.
+
+    Paper 001 sec. 3.3 reports that NVIDIA's reuse "may not occur" when a batch's indices
+    cross a multiple of 2^16.  ``A B B`` (three vertices just below 2^16, three just above,
+    the same three again) costs 6 if reuse survives within a run of one block, ``A B A``
+    costs 6 if it survives across the switch (9 if not).  The random groups are the
+    verification data for the fit's 16-bit rule.
+    """
+    t0 = time.perf_counter()
+    designed, groups = block_switch_buffers(seed)
+    bufs = designed + [g[1] for g in groups]
+    V = max(int(x.max()) for x in bufs) + 1
+    tot, _, _ = counter.measure(bufs, V)
+    same, after, across = (int(x) for x in tot[:3])
+    return Experiment(
+        "block_switch", "A A / A B B / A B A around 2^16, then random buffers across 2^16 blocks",
+        "draw #", [0, 1, 2], [same, after, across], [3, 6, 6], [],
+        {"reuse_after_switch": after == 6, "reuse_across_switch": across == 6,
+         "differs": after != 6 or across != 6},
+        {"seed": seed, "groups": [g[0] for g in groups]},
         time.perf_counter() - t0,
     )
 
@@ -573,7 +641,8 @@ def random_buffer_set(count: int = 120, seed: int = 2024, max_triangles: int = 6
 # -- the suite ------------------------------------------------------------------------------
 
 EXPERIMENTS = ("staircase", "batch_triplets", "uniques", "lookback", "lru", "refresh",
-               "slot_conflicts", "extent", "boundary_16bit", "index_size", "render_state", "random")
+               "slot_conflicts", "extent", "boundary_16bit", "block_switch", "index_size", "render_state",
+               "random")
 #: Experiments that need a counter able to change the index type and the render state.
 RENDER_STATE_EXPERIMENTS = ("index_size", "render_state")
 
@@ -657,6 +726,7 @@ def run_experiments(counter=None, only=None, max_indices: int = 3300,
     run("slot_conflicts", slot_conflicts, min(1024, max(ms, 64)))
     run("extent", extent)
     run("boundary_16bit", boundary_16bit)
+    run("block_switch", block_switch)
     run("index_size", index_size)
     run("render_state", render_state)
     run("random", random_buffers)

@@ -123,13 +123,19 @@ def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, 
     else:
         kind, size = "lru", max(mu, ms, 1)
         why.append("memory: nothing forgotten within a batch -> lru as large as the batch")
-    if d.get("boundary_16bit", {}).get("differs"):
+    sixteen = bool(d.get("boundary_16bit", {}).get("differs", False))
+    if sixteen:
         why.append("16-bit boundary: straddling 2^16 costs extra (boundary_16bit set)")
+        bs = d.get("block_switch", {})
+        if bs:
+            why.append(f"  reuse within one block's run after a switch (A B B): {bs['reuse_after_switch']}; "
+                       f"across a switch (A B A): {bs['reuse_across_switch']} (the +16bit rule: "
+                       "True, False)")
     # counts that fit no known rule can suggest values no profile can take: keep them valid
     # (the reproduction then shows the error)
     ms, mu, size = (max(3, v) if v else 0 for v in (int(ms), int(mu), int(size)))
     prof = Profile(name, ms, mu, kind, max(1, size),
-                   boundary_16bit=bool(d.get("boundary_16bit", {}).get("differs", False)), **made)
+                   boundary_16bit=sixteen, **made)
     return prof, why
 
 

@@ -37,7 +37,7 @@ def add_parser(subparsers):
                    help="count invocations with FUNCTION(indices, vertex_count) -> per-vertex "
                    "counts instead of this GPU's OpenGL; MODULE may be a .py file "
                    "(e.g. gpu_probe.simulated:nvidia_gl, ./my_counter.py:count)")
-    add_profile(p, multiple=True, default_help="every built-in profile")
+    add_profile(p, multiple=True, default_help="every built-in profile and nvidia_gl+16bit")
     p.add_argument("--experiments", action="store_true",
                    help="run the sec. 3.3 experiments and report their step positions")
     p.add_argument("--fit", action="store_true",
@@ -150,7 +150,7 @@ def run(args) -> int:
         raise MeshoptBatchError("--raw needs --experiments or --fit")
     if args.waves and args.counter:
         raise MeshoptBatchError("--waves needs the OpenGL counter (no --counter)")
-    profiles = split_values(args.profile) or builtin_profile_names()
+    profiles = split_values(args.profile) or [*builtin_profile_names(), "nvidia_gl+16bit"]
     for spec in profiles:
         get_profile(spec)
     if args.mesh and not Path(args.mesh).exists():
