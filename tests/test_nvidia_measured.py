@@ -125,3 +125,23 @@ def test_bunny_sub2_orders_measured_on_the_h100():
         assert predict(t, d.vertex_count, profile=RULE).invocations == want
     assert int(rows.loc["as returned", "measured"]) == 2_818_903
     assert predict(tri, d.vertex_count, profile="nvidia_gl").invocations < 2_818_903 // 2
+
+
+def test_gltf_asset_draws_measured_on_the_h100():
+    """Every triangle draw of the real glTF assets as they come (``variant == "input"``)."""
+    df = _mesh_rows("nvidia_assets_2026-11-25.csv")
+    rows = df[df.variant == "input"]
+    gltf = shared_meshes_dir().parent / "gltf"
+    checked = 0
+    for (asset, file), group in rows.groupby(["asset", "file"], sort=False):
+        path = shared_meshes_dir() / file if asset == "flight_helmet" else gltf / asset / file
+        if not path.exists():
+            continue
+        draws = load_draws(path)
+        assert len(draws) == len(group)
+        for r in group.itertuples():
+            d = draws[r.draw]
+            assert (len(d.triangles), d.vertex_count) == (r.triangles, r.vertices)
+            assert predict(np.asarray(d.triangles), d.vertex_count, profile=RULE).invocations == r.measured
+            checked += 1
+    assert checked >= 100
