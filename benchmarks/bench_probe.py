@@ -18,14 +18,20 @@ With ``--optimizers`` it measures, on this GPU, every optimizer's order of every
 ``optimize_vertex_fetch`` / gltfpack do afterwards), next to the ``nvidia_gl`` and
 ``nvidia_gl+16bit`` predictions, with each method's ratio to meshoptimizer's measured ASR.
 
+With ``--waves`` it captures which vertices each wave (subgroup) shaded (paper 001 sec. 3.2)
+for the small shared meshes in three orders and counts the waves whose shaded vertices equal
+those of one batch of the fitted profile's Algorithm 1 (as multisets: waves run concurrently,
+so their order is not the batches' order).  On a GPU that shades each batch in one wave, every
+wave should equal a batch.
+
 With ``--results DIR`` it also writes the raw results, each with the renderer string and
 the date: ``<gpu>_experiments_<date>.json`` (every experiment draw's measured invocations,
 the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
 ``<gpu>_mse_<date>.csv`` / ``<gpu>_accuracy_<date>.png`` (predicted vs measured ASR per
 profile, paper 001 Fig. 2), ``<gpu>_renumber_<date>.json`` and, with ``--optimizers``,
-``<gpu>_optimizers_<date>.csv``.
+``<gpu>_optimizers_<date>.csv`` and, with ``--waves``, ``<gpu>_waves_<date>.csv``.
 
-Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated] [--optimizers]
+Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated] [--optimizers] [--waves]
 """
 
 from __future__ import annotations
@@ -200,6 +206,45 @@ def bench_optimizers(meshes_dir):
     return df
 
 
+WAVE_MESHES = ("tree_quaternius_birch8.ply", "bunny.ply", "dragon_res3.ply", "tree.ply", "flight_helmet.glb")
+
+
+def bench_waves(profile):
+    """Waves against the batches of ``profile`` (pandas table, one row per draw and order)."""
+    from collections import Counter
+
+    import pandas as pd
+
+    from gpu_probe.corpus import ordered
+    from gpu_probe.waves import capture_waves
+    from meshopt_batch.reuse import predict
+
+    rows = []
+    for path in (p for p in (shared_mesh_path(n) for n in WAVE_MESHES) if p is not None):
+        for d in load_draws(path):
+            for order in ("original", "shuffled", "optimized"):
+                tri = ordered(d, order, 0)
+                w = capture_waves(tri, d.vertex_count, d.index_dtype)
+                if not w.supported:
+                    print(f"waves: {w.reason}")
+                    return pd.DataFrame()
+                p = predict(tri, d.vertex_count, profile=profile, return_batches=True)
+                ends = [*p.batch_starts[1:], len(tri)]
+                batches = Counter()
+                for a, b in zip(p.batch_starts, ends, strict=True):
+                    q = predict(tri[a:b], d.vertex_count, profile=profile, per_vertex=True)
+                    batches[tuple(np.repeat(np.arange(d.vertex_count), q.shaded_per_vertex).tolist())] += 1
+                waves = Counter(tuple(sorted(x.tolist())) for x in w.waves)
+                rows.append({"mesh": d.name, "order": order, "triangles": len(tri), "profile": profile.name,
+                             "batches": len(ends), "waves": len(w.waves), "subgroup_size": w.subgroup_size,
+                             "waves_equal_to_a_batch": sum((waves & batches).values()),
+                             "invocations_model": p.invocations, "invocations_waves": w.invocations})
+    df = pd.DataFrame(rows)
+    print(f"waves equal to one batch of {profile.name}: {df.waves_equal_to_a_batch.sum():,} of "
+          f"{df.waves.sum():,} waves ({len(df)} draws x orders); batches {df.batches.sum():,}")
+    return df
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", metavar="DIR", help="write raw results into DIR")
@@ -209,6 +254,8 @@ def main(argv=None):
                     help="blind fit against every simulated GPU (no GPU needed)")
     ap.add_argument("--optimizers", action="store_true",
                     help="measure every optimizer's order of every shared mesh on this GPU")
+    ap.add_argument("--waves", action="store_true",
+                    help="compare the waves the GPU ran with the fitted profile's batches")
     ap.add_argument("--counter", metavar="MODULE:FUNCTION",
                     help="run the experiments and the fit against this counter only")
     args = ap.parse_args(argv)
@@ -232,6 +279,7 @@ def main(argv=None):
         names = tuple(p.name for p in sorted(meshes_dir.glob("*.ply")))
     ren = bench_renumber(meshes_dir, names)
     opt = bench_optimizers(meshes_dir) if args.optimizers else None
+    waves = bench_waves(res.profile) if args.waves else None
     if args.results:
         out = Path(args.results)
         out.mkdir(parents=True, exist_ok=True)
@@ -260,6 +308,10 @@ def main(argv=None):
             opt.insert(0, "renderer", info["renderer"])
             opt.insert(1, "date", date)
             atomic_write(out / f"{slug}_optimizers_{date}.csv", opt.to_csv(index=False))
+        if waves is not None and len(waves):
+            waves.insert(0, "renderer", info["renderer"])
+            waves.insert(1, "date", date)
+            atomic_write(out / f"{slug}_waves_{date}.csv", waves.to_csv(index=False))
         print(f"results written to {out}/{slug}_*_{date}.*")
     return 0
 

@@ -145,3 +145,23 @@ def test_gltf_asset_draws_measured_on_the_h100():
             assert predict(np.asarray(d.triangles), d.vertex_count, profile=RULE).invocations == r.measured
             checked += 1
     assert checked >= 100
+
+
+def test_each_h100_wave_was_one_predicted_batch():
+    """``bench_probe.py --waves``: the H100 shaded every batch of Algorithm 1 in one 32-wide wave."""
+    df = _mesh_rows("nvidia_waves_2026-11-25.csv")
+    assert (df.subgroup_size == 32).all() and (df.waves_equal_to_a_batch == df.waves).all()
+    checked = 0
+    for mesh, group in df.groupby("mesh", sort=False):
+        path = next((p for p in shared_meshes_dir().iterdir() if p.stem == mesh), None)
+        if path is None:          # a primitive of flight_helmet.glb
+            path = shared_meshes_dir() / "flight_helmet.glb"
+        draws = {d.name: d for d in load_draws(path)}
+        for r in group.itertuples():
+            if r.order == "optimized" and not get_method("meshoptimizer").available:
+                continue
+            d = draws[r.mesh]
+            p = predict(ordered(d, r.order, 0), d.vertex_count, profile=RULE)
+            assert (p.batches, p.invocations) == (r.waves, r.invocations_waves)
+            checked += 1
+    assert checked >= 18
