@@ -88,3 +88,20 @@ print(predict(tris, 5, profile="fifo:3").invocations)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["5"]
+
+
+def test_analyze_adds_the_16bit_rule_over_2_16_vertices(tmp_path, capsys):
+    import meshes
+    from meshopt_batch.io import save_mesh
+
+    small, big = meshes.grid(10), meshes.grid(300)          # 121 and 90,601 vertices
+    for mesh, has_rule in ((small, False), (big, True)):
+        path = tmp_path / f"g{mesh.vertex_count}.ply"
+        save_mesh(mesh, path)
+        assert main(["analyze", str(path), "--json"]) == 0
+        rows = {r["profile"]: r["invocations"] for r in json.loads(capsys.readouterr().out)["results"]}
+        assert ("nvidia_gl+16bit" in rows) == has_rule
+        if has_rule:
+            assert rows["nvidia_gl+16bit"] == predict(mesh.triangles, mesh.vertex_count,
+                                                      profile="nvidia_gl+16bit").invocations
+            assert rows["nvidia_gl+16bit"] > rows["nvidia_gl"]

@@ -8,6 +8,7 @@ from meshopt_batch.io import load_draws
 from meshopt_batch.mesh import concatenate
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
+from meshopt_batch.vertex_set import BLOCK_16BIT
 
 from ..options import add_profile, split_values
 from .meshlets import add_analyze_option, analyze_rows, format_analyze
@@ -21,7 +22,8 @@ def add_parser(subparsers):
         "is reported as the sum of its draws, and each draw on its own (--json: \"primitives\").",
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file")
-    add_profile(p, multiple=True, default_help="every built-in profile")
+    add_profile(p, multiple=True, default_help="every built-in profile, and nvidia_gl+16bit when an index "
+                "buffer addresses more than 2^16 vertices")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_analyze_option(p)
     p.add_argument("--overdraw", action="store_true",
@@ -72,8 +74,13 @@ def analyze_meshes(meshes, profiles) -> list[dict]:
 
 
 def run(args) -> int:
-    profiles = [get_profile(spec) for spec in split_values(args.profile) or builtin_profile_names()]
+    profiles = [get_profile(spec) for spec in split_values(args.profile) or ()]
     meshes, notes = load_draws(args.mesh)
+    if not profiles:
+        specs = builtin_profile_names()
+        if any(m.vertex_count > BLOCK_16BIT for m in meshes):
+            specs = [*specs, "nvidia_gl+16bit"]       # NVIDIA's 2^16 block rule (measured on an H100)
+        profiles = [get_profile(spec) for spec in specs]
     primitives = primitive_rows(meshes, profiles)
     results = summed_rows(primitives, profiles)
     out = {"mesh": args.mesh, "triangles": sum(m.triangle_count for m in meshes),
