@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,7 +41,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_assets  # noqa: E402
 from bench_probe import _slug  # noqa: E402
 
+from gpu_probe.context import gl_info  # noqa: E402
 from gpu_probe.corpus import load_draws  # noqa: E402
+from gpu_probe.invocations import measure_invocations  # noqa: E402
 from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.reuse import predict  # noqa: E402
@@ -69,11 +72,6 @@ def prepare(out: Path) -> None:
 
 
 def measure(root: Path, results: Path | None) -> None:
-    import pandas as pd
-
-    from gpu_probe.context import gl_info
-    from gpu_probe.invocations import measure_invocations
-
     info = gl_info()
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     rows = []

@@ -41,10 +41,12 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,20 +54,23 @@ sys.path.insert(0, str(ROOT))
 from gpu_probe import simulated  # noqa: E402
 from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy  # noqa: E402
 from gpu_probe.context import gl_available, gl_info  # noqa: E402
-from gpu_probe.corpus import _cache, load_draws, optimize_order, shared_meshes_dir  # noqa: E402
+from gpu_probe.corpus import _cache, load_draws, optimize_order, ordered, shared_meshes_dir  # noqa: E402
 from gpu_probe.counters import FunctionCounter, resolve_counter  # noqa: E402
 from gpu_probe.experiments import run_experiments  # noqa: E402
 from gpu_probe.fit import fit  # noqa: E402
 from gpu_probe.invocations import measure_invocations  # noqa: E402
+from gpu_probe.waves import capture_waves  # noqa: E402
 from meshes import shared_mesh_path  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
+from meshopt_batch.optimizers import get_method, optimize  # noqa: E402
 from meshopt_batch.optimizers.renumber import (  # noqa: E402
     optimize_for_direct_cache,
     renumber_first_use,
     renumber_for_direct_cache,
     segment_lower_bound,
 )
-from meshopt_batch.profiles import builtin_profile_names  # noqa: E402
+from meshopt_batch.profiles import builtin_profile_names, get_profile  # noqa: E402
+from meshopt_batch.reuse import predict  # noqa: E402
 from meshopt_batch_app.commands.probe import probe_mesh  # noqa: E402
 
 SMALL_MESHES = ("tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.glb")
@@ -92,14 +97,15 @@ def bench_experiments(counter=None):
 def bench_simulated():
     """The blind fit against every simulated GPU: what it found and how exactly it predicts."""
     meshes = [p for p in (shared_mesh_path(n) for n in SMALL_MESHES) if p is not None]
-    print(f"{'simulated GPU':<14}{'seconds':>8}  {'fitted profile':<32}{'experiment draws':>17}"
+    print(f"{'simulated GPU':<16}{'seconds':>8}  {'fitted profile':<32}{'experiment draws':>17}"
           f"{'verification':>13}")
     for name, fn in simulated.SIMULATED.items():
         t0 = time.perf_counter()
         res = fit(counter=FunctionCounter(fn, name), name=name, meshes=meshes, random_count=200)
         p, v, e = res.profile, res.verification.summary(), res.error()
-        found = f"{p.max_size}/{p.max_uniques} {p.memory} {p.memory_size}" + ("" if res.fits else " (closest)")
-        print(f"{name:<14}{time.perf_counter() - t0:>8.1f}  {found:<32}"
+        found = (f"{p.max_size}/{p.max_uniques} {p.memory} {p.memory_size}" + (" +16bit" if p.boundary_16bit else "")
+                 + ("" if res.fits else " (closest)"))
+        print(f"{name:<16}{time.perf_counter() - t0:>8.1f}  {found:<32}"
               f"{e['draws'] - e['mismatches']:>8}/{e['draws']:<8}{v['cases'] - v['mismatches']:>6}/{v['cases']:<6}")
 
 
@@ -165,12 +171,6 @@ OPTIMIZERS = ("original", "meshoptimizer", "tipsify", "forsyth", "kcache", "hopp
 
 def bench_optimizers(meshes_dir):
     """Measured ASR of every optimizer's order on this GPU (pandas table, one row per order)."""
-    import pandas as pd
-
-    from meshopt_batch.optimizers import get_method, optimize
-    from meshopt_batch.profiles import get_profile
-    from meshopt_batch.reuse import predict
-
     profiles = {p: get_profile(p) for p in ("nvidia_gl", "nvidia_gl+16bit")}
     rows = []
     paths = sorted(meshes_dir.glob("*.ply")) + sorted(meshes_dir.glob("*.glb")) if meshes_dir else []
@@ -211,14 +211,6 @@ WAVE_MESHES = ("tree_quaternius_birch8.ply", "bunny.ply", "dragon_res3.ply", "tr
 
 def bench_waves(profile):
     """Waves against the batches of ``profile`` (pandas table, one row per draw and order)."""
-    from collections import Counter
-
-    import pandas as pd
-
-    from gpu_probe.corpus import ordered
-    from gpu_probe.waves import capture_waves
-    from meshopt_batch.reuse import predict
-
     rows = []
     for path in (p for p in (shared_mesh_path(n) for n in WAVE_MESHES) if p is not None):
         for d in load_draws(path):

@@ -529,6 +529,59 @@ def block_switch(counter, seed: int = 1616) -> Experiment:
     )
 
 
+_B = 1 << 16
+
+
+def _pool_draws(rng, pools, n_draws, max_tris=14):
+    """Draws of 1 to ``max_tris`` triangles of distinct vertices from pools ``(lo, hi, most)``."""
+    bufs = []
+    for _ in range(n_draws):
+        pool = []
+        for lo, hi, kmax in pools:
+            k = int(rng.integers(1, kmax + 1))
+            pool += list(rng.choice(np.arange(lo, hi), size=k, replace=False))
+        pool = np.array(pool)
+        if pool.size < 3:
+            continue
+        t = int(rng.integers(1, max_tris + 1))
+        bufs.append(np.concatenate([rng.choice(pool, size=3, replace=False) for _ in range(t)]))
+    return bufs
+
+
+def block_rule_buffers(seed: int) -> dict[str, list[np.ndarray]]:
+    """About 12,000 index buffers around 2^16 by group, to tell 2^16 block rules apart
+    (``benchmarks/bench_block_rule.py``; deterministic in ``seed``).
+
+    ``single_*`` are single batches from vertex pools in two or three blocks (adjacent, far
+    apart) and, as controls, one block (``single_ctrl``: ``single_2blocks`` moved down 2^15;
+    ``single_sameblock_far``: far apart inside block 0); ``multi_window`` and ``multi_walk``
+    span many batches across 2^16.
+    """
+    rng = np.random.default_rng(seed)
+    B = _B
+    g = {"single_2blocks": _pool_draws(rng, [(B - 16, B, 8), (B, B + 16, 8)], 3000)}
+    g["single_ctrl"] = [b - 32768 for b in g["single_2blocks"]]
+    g["single_far"] = _pool_draws(rng, [(0, 16, 8), (B * 3 + 100, B * 3 + 116, 8)], 800)
+    g["single_near_far_b1"] = _pool_draws(rng, [(0, 16, 8), (B + 100, B + 116, 8)], 800)
+    g["single_sameblock_far"] = _pool_draws(rng, [(0, 16, 8), (B - 40, B - 24, 8)], 800)
+    g["single_3blocks"] = _pool_draws(rng, [(B - 16, B, 6), (B, B + 16, 6), (2 * B, 2 * B + 16, 6)], 1000)
+    g["single_blocks12"] = _pool_draws(rng, [(2 * B - 16, 2 * B, 8), (2 * B, 2 * B + 16, 8)], 800)
+    g["single_long_2blocks"] = _pool_draws(rng, [(B - 16, B, 10), (B, B + 16, 10)], 1000, max_tris=32)
+    multi = []
+    for _ in range(600):
+        t = int(rng.integers(1, 700))
+        w = int(rng.choice([32, 128, 512]))
+        multi.append(rng.integers(0, w, size=3 * t) + (B - w // 2))
+    g["multi_window"] = multi
+    walk = []
+    for _ in range(300):
+        t = int(rng.integers(50, 3000))
+        c = np.cumsum(rng.integers(-3, 5, size=3 * t))
+        walk.append(np.clip(B - 200 + c + rng.integers(-40, 41, size=3 * t), 0, None))
+    g["multi_walk"] = walk
+    return g
+
+
 @_recorded
 def index_size(counter, count: int = 40, seed: int = 1632) -> Experiment:
     """The same buffers drawn with uint16 and uint32 indices.

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from gpu_probe.corpus import load_draws, ordered, shared_meshes_dir
-from gpu_probe.experiments import block_switch_buffers, boundary_16bit_buffers, random_buffer_set
+from gpu_probe.experiments import block_rule_buffers, block_switch_buffers, boundary_16bit_buffers, random_buffer_set
 from gpu_probe.simulated import nvidia_gl_16bit
 from meshopt_batch.optimizers import get_method
 from meshopt_batch.optimizers.renumber import renumber_first_use
@@ -165,3 +165,24 @@ def test_each_h100_wave_was_one_predicted_batch():
             assert (p.batches, p.invocations) == (r.waves, r.invocations_waves)
             checked += 1
     assert checked >= 18
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_block_rule_draws_and_per_vertex_counts(seed):
+    """``benchmarks/bench_block_rule.py``: about 12,000 draws per seed built to tell 2^16 rules
+    apart (seed 7 found the rule, seed 8 was held out); totals and every referenced vertex's
+    count as measured on the H100."""
+    z = np.load(RESULTS / f"nvidia_block_rule_{seed}_2026-11-25.npz")
+    assert str(z["renderer"]).startswith("NVIDIA H100") and int(z["seed"]) == seed
+    plain_exact = draws = 0
+    for name, bufs in block_rule_buffers(seed).items():
+        totals = z[f"{name}__totals"]
+        per_vertex = np.split(z[f"{name}__per_vertex"], np.cumsum(z[f"{name}__sizes"])[:-1])
+        assert len(bufs) == len(totals) == len(per_vertex)
+        for b, total, counts in zip(bufs, totals, per_vertex, strict=True):
+            V = int(b.max()) + 1
+            p = predict(b.reshape(-1, 3), V, profile=RULE, per_vertex=True)
+            assert p.invocations == total and np.array_equal(p.shaded_per_vertex[np.unique(b)], counts), name
+            plain_exact += predict(b.reshape(-1, 3), V, profile="nvidia_gl").invocations == total
+            draws += 1
+    assert draws > 11_900 and plain_exact < draws // 2
