@@ -102,8 +102,8 @@ The optimizer is split along its seams (each a place to look when optimising its
 
 * this module: :func:`optimize_batch` (returning an
   :class:`~meshopt_batch.optimizers.result.OptimizeResult`), coefficients and options, and the
-  work after the order is found (16-bit boundary fix, direct-mapped renumbering, the final
-  prediction);
+  work after the order is found (first-use numbering and the 16-bit boundary fix,
+  direct-mapped renumbering, the final prediction);
 * :mod:`.batch_state`: the set-up of one run (:class:`~.batch_state.BatchState`);
 * :mod:`.batch_queue`: the compiled driver loop on the exact bucket queue;
   :mod:`.fibheap_reference`: the same loop in Python on a Fibonacci heap;
@@ -206,9 +206,9 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     -------
     OptimizeResult
         ``triangles``: the optimized index buffer (indices into the new vertex buffer);
-        ``vertex_remap``: ``new vertex -> original vertex`` (int64), the identity for
-        ``0..vertex_count-1`` followed by the copies of the 16-bit boundary fix, or a
-        permutation after the direct-mapped renumbering; ``batch_starts``: first triangle of
+        ``vertex_remap``: ``new vertex -> original vertex`` (int64): the identity; or, after
+        the 16-bit boundary fix, the vertices in order of first use followed by the fix's
+        copies; or a permutation after the direct-mapped renumbering; ``batch_starts``: first triangle of
         every batch the predictor forms on the result; ``stats``: timings, batches, model
         invocations, vertex copies, options used.
     """
@@ -270,7 +270,7 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     remap = np.arange(vcount, dtype=np.int64)
     copies = 0
     if fix_16bit and vcount > (1 << 16):
-        out, remap = fix_16bit_boundaries(out, vcount, opt_prof.with_16bit_boundaries(False))
+        out, remap = fix_16bit_boundaries(out, vcount, opt_prof.with_16bit_boundaries(False), first_use=True)
         copies = int(remap.shape[0] - vcount)
     if renumber:
         out, remap = renumber_for_direct_cache(out, vcount, slots=prof.memory_size,
