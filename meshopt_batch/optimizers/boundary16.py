@@ -41,7 +41,8 @@ BLOCK_SHIFT = 16
 
 
 @njit(cache=True)
-def _fix(tris, vertex_count, starts, out, remap):
+def _fix(tris, vertex_count, starts, out, remap, limit):
+    """Fix batch after batch; the new vertex count, or -1 as soon as it exceeds ``limit``."""
     t_count = tris.shape[0]
     latest = np.full(vertex_count, -1, np.int64)
     seen = np.full(vertex_count, -1, np.int64)
@@ -118,6 +119,8 @@ def _fix(tris, vertex_count, starts, out, remap):
                     remap[n] = v
                     latest[v] = n
                     n += 1
+        if n > limit:
+            return -1
         for t in range(s, e):
             for i in range(3):
                 v = tris[t, i]
@@ -162,11 +165,11 @@ def fix_16bit_boundaries(triangles, vertex_count: int | None = None, profile="nv
     t_count = tris.shape[0]
     if t_count == 0 or vcount <= (1 << BLOCK_SHIFT):
         return tris.copy(), np.arange(vcount, dtype=np.int64)
-    best = None
     numberings = [(tris, np.arange(vcount, dtype=np.int64))]
-    if first_use:
+    if first_use:   # usually the fewer copies: tried first, so that the other can stop early
         renumbered, order = renumber_first_use(tris, vcount)
-        numberings.append((np.asarray(renumbered, np.int64), order))
+        numberings.insert(0, (np.asarray(renumbered, np.int64), order))
+    best = None
     starts = None
     for tri, order in numberings:
         if starts is None or prof.memory == "direct":       # only direct-mapped batches depend on numbers
@@ -174,8 +177,8 @@ def fix_16bit_boundaries(triangles, vertex_count: int | None = None, profile="nv
         out = np.empty_like(tri)
         remap = np.empty(vcount + 3 * t_count + (1 << BLOCK_SHIFT), np.int64)
         remap[:vcount] = np.arange(vcount)
-        n = _fix(tri, vcount, starts, out, remap)
-        if best is None or n < best[1].shape[0]:
+        n = _fix(tri, vcount, starts, out, remap, remap.shape[0] if best is None else best[1].shape[0] - 1)
+        if n >= 0:
             best = (out, order[remap[:n]])
     return best
 
