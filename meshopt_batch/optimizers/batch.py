@@ -207,10 +207,11 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     OptimizeResult
         ``triangles``: the optimized index buffer (indices into the new vertex buffer);
         ``vertex_remap``: ``new vertex -> original vertex`` (int64): the identity; or, after
-        the 16-bit boundary fix, the vertices in order of first use followed by the fix's
-        copies; or a permutation after the direct-mapped renumbering; ``batch_starts``: first triangle of
-        every batch the predictor forms on the result; ``stats``: timings, batches, model
-        invocations, vertex copies, options used.
+        the 16-bit boundary fix, the vertices (in order of first use where that needs fewer
+        copies) followed by the fix's copies; or a permutation after the direct-mapped
+        renumbering; ``batch_starts``: first triangle of every batch the predictor forms on
+        the result; ``stats``: timings, batches, model invocations, vertex copies, options
+        used.
     """
     t0 = time.perf_counter()
     prof = get_profile(profile)

@@ -2,8 +2,8 @@
 
 NVIDIA GPUs lose reuse inside a batch whose indices lie on both sides of a multiple of 2^16
 (paper 001 sec. 3.3; on an H100 each switch of the index stream to another 2^16 block empties
-the look-back, :mod:`meshopt_batch.reuse_kernels`).  After optimization we therefore simulate the batches
-(Algorithm 1 on the plain profile) and make every batch reference a single 2^16 block:
+the look-back, :mod:`meshopt_batch.reuse_kernels`).  After optimization we therefore simulate
+the batches (Algorithm 1 on the plain profile) and make every batch reference a single block:
 conflicting vertices are copied to the end of the vertex buffer and the batch's indices are
 recast to the copies.  As the paper notes, copies may themselves land beyond the next
 multiple of 2^16, in which case the batch is copied again into the new block.
