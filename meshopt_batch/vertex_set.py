@@ -26,7 +26,11 @@ decides, for the target profile:
    more than 2^16 vertices).
 5. **Never worse**: when, after all this, an index buffer predicts more invocations than it
    did as it came in (welding moves batch boundaries, so it can in rare cases), the set is
-   done again without welding; then each buffer is at most its input's figure.
+   done again without welding; then each buffer is at most its input's figure.  For an NVIDIA
+   look-back target over 2^16 vertices the same holds under the ``+16bit`` model, which
+   matches the hardware (measured on an H100): when a new order raises it and no renumbering
+   repairs that (``--keep-vertex-order``, shared vertex data), the set is done again with
+   every decision taken under that model.
 
 ``vertex_ops=False`` keeps the vertex buffer exactly as it is (no weld, no renumbering, no
 copies): for vertex data that something else also reads.
@@ -42,7 +46,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -169,6 +173,19 @@ def numbering_profiles(profile: Profile, vertex_count: int) -> list[Profile]:
     return out
 
 
+def _block_rule_profile(profile: Profile, vertex_count: int) -> Profile | None:
+    """The ``+16bit`` form of an NVIDIA look-back target whose buffers exceed 2^16 vertices."""
+    if profile.memory in ("lookback", "lookback_dx") and not profile.boundary_16bit and vertex_count > BLOCK_16BIT:
+        return profile.with_16bit_boundaries(True)
+    return None
+
+
+def _raises(got, inputs, vertex_count: int, profile: Profile) -> bool:
+    """Does any buffer of the attempt predict more than its input under ``profile``?"""
+    return any(_invocations(t, got.count, profile) > _invocations(b, vertex_count, profile)
+               for t, b in zip(got.chosen, inputs, strict=True))
+
+
 def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_remap: bool, positions=None):
     """(triangles, remap or None, stats, order) for one buffer: the method's order when it
     predicts fewer invocations than ``tris`` as given, else ``tris``."""
@@ -287,6 +304,14 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
     after = [_invocations(t, got.count, options.profile) for t in got.chosen]
     if with_weld and got.merged and any(a > b for a, b in zip(after, before, strict=True)):
         got = _attempt(records, inputs, vertex_count, options, vertex_ops, False, positions)
+        after = [_invocations(t, got.count, options.profile) for t in got.chosen]
+    sixteen = _block_rule_profile(options.profile, max(vertex_count, got.count))
+    if sixteen is not None and _raises(got, inputs, vertex_count, sixteen):
+        strict = replace(options, profile=sixteen)
+        for weld_again in dict.fromkeys((with_weld, False)):
+            got = _attempt(records, inputs, vertex_count, strict, vertex_ops, weld_again, positions)
+            if not _raises(got, inputs, vertex_count, sixteen):
+                break
         after = [_invocations(t, got.count, options.profile) for t in got.chosen]
     source = got.source
     if source is not None and got.count == vertex_count and np.array_equal(source, np.arange(got.count)):
