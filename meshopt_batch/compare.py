@@ -258,7 +258,8 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
         Method specs (``"tipsify:14"``...); default :func:`default_methods`.  ``original`` is
         always evaluated (it is the baseline column) even when not listed.
     profiles : list of str, optional
-        Profiles to evaluate on (default: ``nvidia_gl``, ``amd``, ``intel``).
+        Profiles to evaluate on (default: ``nvidia_gl``, ``amd``, ``intel``, and
+        ``nvidia_gl+16bit`` when an index buffer addresses more than 2^16 vertices).
     warm_up : bool
         Run each method once on a few triangles first so numba compile time is not timed.
     progress : callable, optional
@@ -294,6 +295,8 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
     items = _as_items(meshes)
     if not items:
         raise MeshoptBatchError("no meshes to compare")
+    if not profiles and any(vcount > (1 << 16) for item in items for _, vcount in item.buffers):
+        prof_objs.append(get_profile("nvidia_gl+16bit"))   # NVIDIA's 2^16 block rule (measured on an H100)
 
     rows = []
     times = []

@@ -181,3 +181,13 @@ def test_old_option_spellings_still_work_and_warn(mesh_file, capsys):
         "use --method (repeatable)",
         "meshopt-batch: warning: --profiles is deprecated and will be removed in the next release; "
         "use --profile (repeatable)"]
+
+
+def test_default_profiles_add_the_2_16_rule_over_2_16_vertices():
+    small, big = meshes.grid(10), meshes.grid(300)          # 121 and 90,601 vertices
+    assert sorted(compare([small], ["tipsify"]).results["profile"].unique()) == ["amd", "intel", "nvidia_gl"]
+    df = compare([big], ["tipsify"]).results
+    assert sorted(df["profile"].unique()) == ["amd", "intel", "nvidia_gl", "nvidia_gl+16bit"]
+    orig = df[(df["method"] == "original") & (df["profile"] == "nvidia_gl+16bit")].iloc[0]
+    assert orig["invocations"] == predict(big.triangles, big.vertex_count, profile="nvidia_gl+16bit").invocations
+    assert "nvidia_gl+16bit" not in compare([big], ["tipsify"], ["nvidia_gl"]).results["profile"].unique()

@@ -26,7 +26,8 @@ def add_parser(subparsers):
     )
     p.add_argument("meshes", nargs="+", metavar="MESH", help="OBJ, PLY, OFF, STL, glTF or GLB files")
     add_method(p, multiple=True, default_help="every available method", old_plural=True)
-    add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILES), old_plural=True)
+    add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILES) + ", and nvidia_gl+16bit when an index "
+                "buffer addresses more than 2^16 vertices", old_plural=True)
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per mesh, profile "
                    "and method) as CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
