@@ -1,8 +1,9 @@
 """The NVIDIA model against invocations measured on an NVIDIA H100 (OpenGL, driver 580.159.04).
 
-``results/nvidia_*_2026-11-25.*`` hold what ``benchmarks/bench_probe.py --results results
---all-meshes --optimizers`` measured there.  The experiment buffers are regenerated here from
-their seeds, so every recorded count can be predicted again without a GPU: ``nvidia_gl+16bit``
+``results/nvidia_*_2026-11-25.*`` hold what ``benchmarks/bench_probe.py`` (``--results
+--all-meshes``, ``--optimizers``, ``--waves``), ``bench_block_rule.py`` and
+``bench_assets_gpu.py`` measured there.  The experiment buffers are regenerated here from their
+seeds, so every recorded count can be predicted again without a GPU: ``nvidia_gl+16bit``
 (the look-back model of paper 001 with the 2^16 block rule) must reproduce each one exactly,
 and so must the simulated GPU ``gpu_probe.simulated.nvidia_gl_16bit`` (a second, plain
 implementation).  The paper's plain ``nvidia_gl`` model does not, which shows these tests can
