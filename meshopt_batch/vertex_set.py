@@ -168,8 +168,9 @@ def numbering_profiles(profile: Profile, vertex_count: int) -> list[Profile]:
     out = []
     if profile.memory == "direct" or profile.boundary_16bit:
         out.append(profile)
-    if profile.memory in ("lookback", "lookback_dx") and not profile.boundary_16bit and vertex_count > BLOCK_16BIT:
-        out.append(profile.with_16bit_boundaries(True))
+    sixteen = _block_rule_profile(profile, vertex_count)
+    if sixteen is not None:
+        out.append(sixteen)
     return out
 
 

@@ -41,6 +41,7 @@ from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..topology import vertex_faces
+from ..vertex_fetch import first_use_order
 
 SLOTS = 256
 SEGMENT_SIZE = 1023
@@ -210,26 +211,6 @@ def renumber_for_direct_cache(triangles, vertex_count: int | None = None, slots:
     return new_id[tri].astype(out_dtype), remap
 
 
-@njit(cache=True)
-def _first_use_numbers(flat, vertex_count):
-    """``(new number of each vertex, vertex of each new number)``: referenced vertices in order of
-    first use, then the unreferenced ones in increasing order."""
-    new_id = np.full(vertex_count, -1, np.int64)
-    remap = np.empty(vertex_count, np.int64)
-    n = 0
-    for v in flat:
-        if new_id[v] < 0:
-            new_id[v] = n
-            remap[n] = v
-            n += 1
-    for v in range(vertex_count):
-        if new_id[v] < 0:
-            new_id[v] = n
-            remap[n] = v
-            n += 1
-    return new_id, remap
-
-
 def renumber_first_use(triangles, vertex_count: int | None = None):
     """Number vertices in order of first use (meshoptimizer's ``optimize_vertex_fetch``).
 
@@ -238,7 +219,9 @@ def renumber_first_use(triangles, vertex_count: int | None = None):
     :func:`renumber_for_direct_cache`.
     """
     tri, V = _check(triangles, vertex_count, SLOTS, SEGMENT_SIZE)
-    new_id, remap = _first_use_numbers(tri.reshape(-1), V)
+    remap = first_use_order([tri], V)
+    new_id = np.empty(V, np.int64)
+    new_id[remap] = np.arange(V, dtype=np.int64)
     in_dtype = np.asarray(triangles).dtype
     out_dtype = in_dtype if in_dtype.kind == "u" else np.dtype(np.uint32)
     return new_id[tri].astype(out_dtype), remap
