@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from PIL import Image
+from threadpoolctl import threadpool_info
 
 from gpu_probe.gl_reference import gl_available
 from meshopt_batch.errors import MeshoptBatchError
@@ -180,6 +181,28 @@ def test_registry_and_hooks(monkeypatch):
         simulate("sprites-2d", ["nonsense"], frames=1, progress=False)
     for name in ("baseline", "dr", "oracle"):
         assert name in techniques.available()
+
+
+class _BlasThreads(Technique):
+    """Records the BLAS thread limit in force while a frame is rendered."""
+
+    name = "blas_threads"
+
+    def reset(self):
+        self.seen = []
+
+    def begin_frame(self, ctx):
+        self.seen.append({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+        return RenderRequest()
+
+
+def test_frames_run_with_blas_on_one_thread():
+    """OpenBLAS's spinning idle threads would take the core the raster's threads need."""
+    before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    tech = _BlasThreads()
+    simulate("sprites-2d", [tech], frames=2, progress=False, **SMALL)
+    assert tech.seen == [{1}, {1}] or not before
+    assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == before
 
 
 def test_cost_table_overrides(tmp_path):
