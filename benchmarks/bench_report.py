@@ -1,6 +1,6 @@
 """Wall time of ``meshopt-batch report --scope quick`` (issue 16's target: under 30 s on 2
 cores) and, with ``--full``, of the full report (target: under 5 minutes), with the time of
-each stage, the process's CPU time and the machine's load average before and after (the
+each stage, the CPU time of the process and its workers and the machine's load average before and after (the
 targets are for an otherwise idle 2-core machine; a loaded one shows in the load average).
 
     python benchmarks/bench_report.py [--full] [--out DIR]
@@ -29,8 +29,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     res = build_report(out, get_scope(name), progress=False)
     wall = time.perf_counter() - t0
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = ru.ru_utime + ru.ru_stime
+    cpu = sum(ru.ru_utime + ru.ru_stime for ru in (resource.getrusage(resource.RUSAGE_SELF),
+                                                    resource.getrusage(resource.RUSAGE_CHILDREN)))
     print(f"report --{name}: {wall:.1f} s wall, {cpu:.1f} s CPU on {os.cpu_count()} CPUs "
           f"(target {TARGET[name]:.0f} s): " + ", ".join(f"{k} {v:.1f} s" for k, v in res["stages"].items()))
     print(f"  {len(res['figures'])} figures in {out}; "

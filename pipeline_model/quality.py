@@ -140,10 +140,23 @@ def _padded_row(a, i, r, buf):
 _STRIP = 32
 
 
-@nb.njit(cache=True, parallel=True)
-def _mssim(a, b, k, crop, out_map):
+def _mssim(a, b, k, crop, out_map) -> float:
     """Mean SSIM of plane ``a`` against plane ``b`` ('reflect' borders, 11-tap window ``k``);
     the per-pixel map goes to ``out_map`` when it is (h, w) (all pixels, crop or not).
+
+    The rows' sums come from :func:`_ssim_rows`; their total is numpy's, outside the threaded
+    kernel, so the figure has the same bits on any number of threads (a reduction inside a
+    parallel kernel is split between the threads).
+    """
+    h, w = a.shape
+    n = (h - 2 * crop) * (w - 2 * crop)
+    return float(_ssim_rows(a, b, k, crop, out_map).sum() / n) if n > 0 else 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _ssim_rows(a, b, k, crop, out_map):
+    """Per output row, the SSIM summed over the row's columns inside the crop (0 for the rows
+    outside it); the per-pixel map goes to ``out_map`` when it is (h, w).
 
     Separable Gaussian filtering of the five moments in float32, each output the taps summed
     in tap order (the order of the plain loops in ``tests/reference_kernels.py``, so both
@@ -151,7 +164,7 @@ def _mssim(a, b, k, crop, out_map):
     loop over a row written to vectorise (indices provably non-negative: no wraparound
     checks), by strips of ``_STRIP`` rows whose horizontal pass (the strip and the window's
     margin) stays in cache; the SSIM formula in float64, each row summed left to right (four
-    rows at a time, to hide the add latency), the rows reduced as the loops do.
+    rows at a time, to hide the add latency), each row's sum stored for :func:`_mssim`.
     """
     r = 5
     h, w = a.shape
@@ -240,8 +253,7 @@ def _mssim(a, b, k, crop, out_map):
                 i = i0 + g0 + m
                 if g0 + m < i1 - i0 and crop <= i < h - crop:
                     rows[i] = s0 if m == 0 else s1 if m == 1 else s2 if m == 2 else s3
-    n = (h - 2 * crop) * (w - 2 * crop)
-    return rows.sum() / n if n > 0 else 1.0
+    return rows
 
 
 _NO_MAP = np.zeros((1, 1), np.float32)

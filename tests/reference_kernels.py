@@ -46,15 +46,21 @@ def luma_numpy(image: np.ndarray) -> np.ndarray:
     return a[..., :3].astype(np.float32) @ BT601
 
 
-@nb.njit(cache=True, parallel=True)
-def mssim_loops(xp, yp, k, crop, out_map):
+def mssim_loops(xp, yp, k, crop, out_map) -> float:
     """Mean SSIM of two planes padded by ``len(k) // 2`` ('reflect'), any odd window ``k``.
 
     The plain loop formulation of ``pipeline_model.quality._mssim``: the same float32 filtering
-    order (taps in order), the same float64 SSIM formula and the same (parallel) reduction of
-    the row sums, so both give the same bits.  The per-pixel map goes to ``out_map`` when it is
-    (h, w).
+    order (taps in order), the same float64 SSIM formula and the row sums totalled by numpy, so
+    both give the same bits.  The per-pixel map goes to ``out_map`` when it is (h, w).
     """
+    r = k.shape[0] // 2
+    h, w = xp.shape[0] - 2 * r, xp.shape[1] - 2 * r
+    n = (h - 2 * crop) * (w - 2 * crop)
+    return float(_ssim_rows_loops(xp, yp, k, crop, out_map).sum() / n) if n > 0 else 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _ssim_rows_loops(xp, yp, k, crop, out_map):
     r = k.shape[0] // 2
     h = xp.shape[0] - 2 * r
     w = xp.shape[1] - 2 * r
@@ -98,8 +104,7 @@ def mssim_loops(xp, yp, k, crop, out_map):
             if crop <= i < h - crop and crop <= j < w - crop:
                 row += v
         rows[i] = row
-    n = (h - 2 * crop) * (w - 2 * crop)
-    return rows.sum() / n if n > 0 else 1.0
+    return rows
 
 
 def mssim_reference(image: np.ndarray, reference: np.ndarray) -> float:

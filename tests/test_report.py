@@ -112,6 +112,37 @@ def test_report_compares_reordering_with_the_oracle(smoke_report):
     assert m.group(5) == ("EVR" if evr - oracle < vro - oracle else "VRO")
 
 
+def test_simulate_matrix_on_worker_processes_equals_one_process():
+    """The full and quick reports run the matrix on one worker process per core, each with its
+    share of the raster threads: every figure, per frame, and every recorded map is the same
+    as in one process (one cell made to fail stays one error in both)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from meshopt_batch_app.report.scope import SCOPES
+    from meshopt_batch_app.report.simulate_section import run_simulations
+
+    scope = replace(SCOPES["smoke"], scenes=("hud-over-3d", "sprites-2d", "no-such-scene"),
+                    frames=2, overdraw_scenes=())
+    one = run_simulations(scope, check_gl=False, workers=1)
+    two = run_simulations(scope, check_gl=False, workers=2)
+    assert one["workers"] == 1 and two["workers"] == 2
+    assert list(one["runs"]) == list(two["runs"]) and len(one["runs"]) == 2 * len(scope.orders)
+    for key, run in one["runs"].items():
+        assert run.per_frame.drop(columns=[c for c in run.per_frame if "second" in c]).equals(
+            two["runs"][key].per_frame.drop(columns=[c for c in run.per_frame if "second" in c]))
+    assert one["errors"] == two["errors"] and len(one["errors"]) == len(scope.orders)
+    assert one["commands"] == two["commands"]
+    for scene, maps in one["maps"].items():
+        other = two["maps"][scene]
+        assert maps["frame"] == other["frame"]
+        assert all(np.array_equal(c, other["colour"][n]) for n, c in maps["colour"].items())
+        for tech, frames in maps["requests"].items():
+            for i, req in frames.items():
+                assert all(np.array_equal(v, other["requests"][tech][i][k]) for k, v in req.items())
+
+
 def test_report_bad_arguments(tmp_path, capsys):
     assert main(["report", "--out", str(tmp_path / "r"), "--mesh", str(tmp_path / "absent.ply")]) == 2
     assert "absent.ply" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 import zlib
 
+import numba
 import numpy as np
 import pytest
 from reference_kernels import (
@@ -405,6 +406,22 @@ def test_fast_mssim_kernel_equals_plain_loops_bit_for_bit():
         assert quality._mssim(ya, yb, quality._K, 5, m1) == \
             mssim_loops(pa, pb, quality._K, 5, m2)
         assert np.array_equal(m1, m2) and np.array_equal(quality.ssim_map(a, b), m2)
+
+
+def test_mssim_same_bits_on_any_number_of_threads():
+    # the report runs scenes on worker processes with fewer raster threads than the command
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (768, 1196, 3), dtype=np.uint8)
+    b = np.clip(a.astype(int) + rng.integers(-30, 30, a.shape), 0, 255).astype(np.uint8)
+    before = numba.get_num_threads()
+    try:
+        values = []
+        for n in sorted({1, 2, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(n)
+            values.append(quality.mssim(a, b))
+    finally:
+        numba.set_num_threads(before)
+    assert len(set(values)) == 1
 
 
 def test_ssim_map_matches_scikit_image_map():

@@ -48,6 +48,8 @@ class Scope:
     compare_profiles : GPU profiles of the compare tables (``None``: every built-in)
     orders : triangle orders of the simulate matrix on every scene
     overdraw_orders, overdraw_scenes : orders run in addition on the overdraw scenes
+    simulate_workers : processes the simulate matrix runs on (``None``: one per core; 1: in
+        this process)
     """
 
     name: str
@@ -64,6 +66,7 @@ class Scope:
     overdraw_scenes: tuple = OVERDRAW_SCENES
     scenes: tuple | None = None
     mesh_paths: tuple = ()
+    simulate_workers: int | None = None
 
     def command(self, out_dir) -> str:
         """The ``meshopt-batch report`` command line that runs this scope."""
@@ -108,7 +111,8 @@ SCOPES = {
                    probe_random=30),
     "smoke": Scope("smoke", procedural=(("icosphere", (2,)), ("grid", (12,))), shared="none",
                    frames=3, size=(256, 160), probe_orders=("original",),
-                   probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe")),
+                   probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe"),
+                   simulate_workers=1),
 }
 
 

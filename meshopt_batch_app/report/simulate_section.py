@@ -9,8 +9,12 @@ requests of the RE and DSR techniques so that they can be drawn over a rendered 
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -22,6 +26,8 @@ from pipeline_model.scene import load_scene, shipped_scenes
 from pipeline_model.techniques import Technique, available, create
 
 from ..glcheck import GLFrameCheck
+from ..library.local import default_workers
+from ..library.worker import die_with_parent
 from .anchors import BAR_REFERENCES
 from .document import Figure, Section, Table
 from .figures import grouped_bars, new_figure, tile_overlay
@@ -73,63 +79,127 @@ def _command(scene, scope, order, techniques, check_gl=False) -> str:
     return " ".join(parts)
 
 
-def run_simulations(scope, progress=None, check_gl: bool = True) -> dict:
-    """Run the matrix; returns runs, recorded maps, errors, timings and the commands."""
+@dataclass(frozen=True)
+class _Job:
+    """One cell of the matrix: a scene in one triangle order (picklable, for a worker)."""
+
+    scene: str
+    order: str
+    scope: object
+    techniques: tuple
+    first: bool           # the scope's first order: record maps and images, run the GL check
+    check_gl: bool
+
+
+#: Scenes a process has built, for its later orders (a worker keeps its own).
+_LOADED: dict = {}
+
+
+def _run_job(job: _Job) -> dict:
+    """Simulate one cell; returns its result (or its error), maps and command."""
+    scope = job.scope
+    width, height = scope.size if scope.size else (None, None)
+    techs = [create(t) for t in job.techniques]
+    if job.first:
+        techs = [_Recorder(t) if t.name in SKIP_TECHNIQUES + RATE_TECHNIQUES else t for t in techs]
+    last = {}
+
+    def keep_last(name, frame, colour):
+        last[name] = (frame, colour)
+
+    try:
+        if job.scene not in _LOADED:
+            _LOADED[job.scene] = load_scene(job.scene)
+        res = simulate(_LOADED[job.scene], techs, frames=scope.frames,
+                       method=None if job.order == "original" else job.order,
+                       width=width, height=height, progress=False,
+                       image_callback=keep_last if job.first else None,
+                       frame_checks=[GLFrameCheck()] if job.check_gl else [])
+    except Exception as exc:  # noqa: BLE001 - one failing cell must not lose the report
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    out = {"result": res}
+    if job.first:
+        out["command"] = _command(job.scene, scope, job.order, job.techniques, check_gl=job.check_gl)
+        out["maps"] = {
+            "colour": {n: c for n, (f, c) in last.items()},
+            "frame": max((f for f, _ in last.values()), default=None),
+            "requests": {t.name: t.requests for t in techs if isinstance(t, _Recorder)},
+        }
+    return out
+
+
+def _start_worker(threads: int) -> None:
+    die_with_parent()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _run_jobs(jobs: list, workers: int, bar) -> list:
+    """Every job's answer, in the jobs' order: in this process, or on ``workers`` processes of
+    this machine (each with ``cores // workers`` raster threads)."""
+    def tick(job):
+        if bar is not None:
+            bar.set_postfix_str(f"{job.scene} / {job.order}")
+            bar.update(1)
+
+    if workers <= 1:
+        answers = []
+        for job in jobs:
+            answers.append(_run_job(job))
+            tick(job)
+        return answers
+    threads = max(1, default_workers() // workers)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_start_worker, initargs=(threads,)) as pool:
+        futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
+        answers = [None] * len(jobs)
+        for fut in as_completed(futures):
+            i = futures[fut]
+            answers[i] = fut.result()
+            tick(jobs[i])
+    return answers
+
+
+def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | None = None) -> dict:
+    """Run the matrix; returns runs, recorded maps, errors, timings and the commands.
+
+    ``workers`` (default: the scope's ``simulate_workers``, else one per core) cells run at
+    once in worker processes, each with its share of the cores for the raster's threads; a
+    run's figures do not depend on where or beside what it ran (:mod:`pipeline_model.raster`
+    is bit-identical on any number of threads). One worker runs the cells in this process.
+    """
     t0 = time.perf_counter()
     scenes = list(scope.scenes or shipped_scenes())
-    techniques = available()
-    width, height = scope.size if scope.size else (None, None)
+    techniques = tuple(available())
     gl_reason = None
     if check_gl and not gl_available():
         gl_reason = "no OpenGL context can be created here"
-    jobs = [(scene, order) for order in scope.all_orders for scene in scenes if order in scope.orders_for(scene)]
+    jobs = [_Job(scene, order, scope, techniques, order == scope.orders[0],
+                 order == scope.orders[0] and check_gl and gl_reason is None)
+            for order in scope.all_orders for scene in scenes if order in scope.orders_for(scene)]
+    if workers is None:
+        workers = scope.simulate_workers or default_workers()
+    workers = max(1, min(int(workers), len(jobs)))
     bar = progress(len(jobs), "simulate") if progress else None
-    runs, errors, maps, commands = {}, {}, {}, []
-    loaded: dict = {}  # each scene's meshes built once for all its orders
-    for scene, order in jobs:
-        if bar is not None:
-            bar.set_postfix_str(f"{scene} / {order}")
-        first = order == scope.orders[0]
-        techs = [create(t) for t in techniques]
-        if first:
-            techs = [_Recorder(t) if t.name in SKIP_TECHNIQUES + RATE_TECHNIQUES else t for t in techs]
-        last = {}
-
-        def keep_last(name, frame, colour, _last=last):
-            _last[name] = (frame, colour)
-
-        do_gl = first and check_gl and gl_reason is None
-        try:
-            if scene not in loaded:
-                loaded[scene] = load_scene(scene)
-            res = simulate(loaded[scene], techs, frames=scope.frames, method=None if order == "original" else order,
-                           width=width, height=height, progress=False,
-                           image_callback=keep_last if first else None,
-                           frame_checks=[GLFrameCheck()] if do_gl else [])
-        except Exception as exc:  # noqa: BLE001 - one failing cell must not lose the report
-            errors[(scene, order)] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            if bar is not None:
-                bar.update(1)
-            continue
-        runs[(scene, order)] = res
-        if first:
-            commands.append(_command(scene, scope, order, techniques, check_gl=do_gl))
-            maps[scene] = {
-                "colour": {n: c for n, (f, c) in last.items()},
-                "frame": max((f for f, _ in last.values()), default=None),
-                "requests": {t.name: t.requests for t in techs if isinstance(t, _Recorder)},
-            }
-        if bar is not None:
-            bar.update(1)
+    answers = _run_jobs(jobs, workers, bar)
     if bar is not None:
         bar.close()
+    runs, errors, maps, commands = {}, {}, {}, []
+    for job, answer in zip(jobs, answers, strict=True):
+        if "error" in answer:
+            errors[(job.scene, job.order)] = answer["error"]
+            continue
+        runs[(job.scene, job.order)] = answer["result"]
+        if job.first:
+            commands.append(answer["command"])
+            maps[job.scene] = answer["maps"]
     if scope.orders[1:]:
         commands.append("# the same with --method " + " / --method ".join(scope.orders[1:]))
     extra = [s for s in scenes if s in scope.overdraw_scenes]
     if extra and scope.overdraw_orders:
         commands.append(f"# and on {', '.join(extra)} with --method " + " / --method ".join(scope.overdraw_orders))
-    return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": techniques,
-            "commands": commands, "gl_reason": gl_reason, "seconds": time.perf_counter() - t0}
+    return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": list(techniques),
+            "commands": commands, "gl_reason": gl_reason, "workers": workers,
+            "seconds": time.perf_counter() - t0}
 
 
 def matrix_frame(data: dict) -> pd.DataFrame:
