@@ -136,12 +136,26 @@ class FrameContext:
             if options_key in first_by_options:
                 kw["reuse"] = first_by_options[options_key]
         t0 = time.perf_counter()
-        result = raster.render_frame(self.frame, self.tiles, **kw)
+        result = self._oracle_from_dr(kw, renders.values())
+        if result is None:
+            result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
         renders[key] = result
         if options_key is not None:
             first_by_options.setdefault(options_key, result)
         return result
+
+    def _oracle_from_dr(self, kw, earlier):
+        """An oracle render (depth prefill alone) taken from this frame's DR render, when
+        :func:`~pipeline_model.raster.oracle_from_hsr` shows they are the same; else None."""
+        if "depth_prefill" not in kw or not set(kw) <= _ORACLE_ARGUMENTS:
+            return None
+        options = {k: kw[k] for k in ("depth_func", "clear_colour", "clear_depth") if k in kw}
+        for other in earlier:
+            result = raster.oracle_from_hsr(other, self.frame, self.tiles, kw["depth_prefill"], **options)
+            if result is not None:
+                return result
+        return None
 
     def baseline(self):
         """The frame rendered in program order at full rate (computed once per frame)."""
@@ -153,6 +167,9 @@ class FrameContext:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
 
+
+#: Arguments of a render :func:`~pipeline_model.raster.oracle_from_hsr` may answer.
+_ORACLE_ARGUMENTS = frozenset({"depth_prefill", "setup", "depth_func", "clear_colour", "clear_depth"})
 
 #: Render arguments a render may differ in and still take tiles from another (``reuse=``).
 _PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previous_depth"})

@@ -83,6 +83,13 @@ Options:
 DR and oracle give images identical to the baseline as long as blended draws do not write depth
 (translucent draws are NWOZ in our scenes); the test suite checks it.
 
+Under that same condition the oracle's render *is* DR's shading pass: with a strict depth test
+(less/greater), DR's depth-only pass leaves every pixel at its final depth and names its first
+fragment at that depth, which is the fragment the oracle lets through; the draws outside the
+pass test against the same depths in both. So :func:`oracle_from_hsr` gives the oracle's result
+from a DR render of the same frame (every array equal; ``hsr_fragments`` is 0) instead of
+drawing the frame again, and refuses (``None``) whenever a condition does not hold.
+
 Modules: this one holds the public API (:func:`render_frame`, :class:`RasterResult`);
 :mod:`.raster_setup` the per-triangle set-up and the single-pixel queries :func:`covers` /
 :func:`depth_at`; :mod:`.raster_kernel` the compiled per-tile renderer; :mod:`.raster_occlusion`
@@ -114,8 +121,8 @@ from .raster_occlusion import first_seen_pairs, merge_chunks, occlusion_chunks
 from .raster_reuse import copy_tiles, reusable_tiles
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
-__all__ = ["RasterResult", "render_frame", "setup_triangles", "TriangleSetup", "DEPTH_FUNCS",
-           "COUNTER_NAMES", "depth_at", "covers"]
+__all__ = ["RasterResult", "render_frame", "oracle_from_hsr", "setup_triangles", "TriangleSetup",
+           "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
@@ -340,4 +347,50 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         res.prim_visible = vis.astype(np.bool_)
         res.prim_zmin = zmin
         res.prim_zmax = zmax
+    return res
+
+
+def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,
+                    depth_prefill: np.ndarray, *, depth_func: str = "less",
+                    clear_colour=(0.0, 0.0, 0.0), clear_depth: float = 1.0) -> RasterResult | None:
+    """The result of ``render_frame(frame, tiles, depth_prefill=depth_prefill)`` (the oracle),
+    taken from ``hsr``, a render of the same frame with ``hsr_pass=True`` (DR); ``None`` when
+    it cannot be (see the module docstring).
+
+    It can when: no draw both blends and writes depth; ``hsr`` drew ``tiles`` in their order,
+    every tile at full rate, none skipped, with a strict depth test (less or greater), no
+    tie-break and no records, and with the depth function and clear values asked for here; and
+    ``depth_prefill`` is ``hsr``'s final depth, bit for bit. The result has its own arrays,
+    ``hsr``'s with the ``hsr_fragments`` counter at 0.
+    """
+    ri = hsr.inputs
+    if ri is None or ri["frame"]() is not frame or (hsr.tile, hsr.tiles_x, hsr.tiles_y) != (
+            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+        return None
+    func, depth_clear, colour_clear, tie_break, hsr_pass, rec_writer, rec_vis = ri["options"]
+    if (DEPTH_FUNCS.get(depth_func) != func or depth_clear != float(np.float32(clear_depth))
+            or colour_clear != tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3))):
+        return None
+    if (not hsr_pass or tie_break != "none" or rec_writer or rec_vis or func not in (1, 4)
+            or hsr.occlusion_pairs is not None):
+        return None
+    if ri["offsets"] is not tiles.offsets and not (np.array_equal(ri["offsets"], tiles.offsets)
+                                                   and np.array_equal(ri["tri"], tiles.tri)):
+        return None
+    if ri["skip"].any() or ri["rate"].any():
+        return None
+    if np.any(frame.depth_test & frame.depth_write & frame.blend):
+        return None
+    prefill = np.ascontiguousarray(depth_prefill, np.float32)
+    if prefill.shape != hsr.depth.shape or not np.array_equal(prefill.view(np.uint32),
+                                                              hsr.depth.view(np.uint32)):
+        return None
+    counters = hsr.tile_counters.copy()
+    counters[:, COUNTER_NAMES.index("hsr_fragments")] = 0
+    res = RasterResult(colour=hsr.colour.copy(), depth=hsr.depth.copy(), shaded=hsr.shaded.copy(),
+                       covered=hsr.covered.copy(), tile_counters=counters,
+                       shader_cycles=hsr.shader_cycles.copy(), tiles_x=hsr.tiles_x,
+                       tiles_y=hsr.tiles_y, tile=hsr.tile)
+    res.inputs = {**ri, "prefill": prefill, "options": ri["options"][:4] + (False,) + ri["options"][5:]}
+    res.extra["from_hsr"] = True
     return res

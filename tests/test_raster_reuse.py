@@ -118,3 +118,72 @@ def test_simulate_counts_and_images_unchanged_by_tile_reuse(monkeypatch):
     for name in techniques:
         for a, b in zip(kept.images[name], drawn.images[name], strict=True):
             assert np.array_equal(a, b), name
+
+
+def _dr_and_oracle(f, tiles, **options):
+    base = render_frame(f, tiles, **options)
+    dr = render_frame(f, tiles, hsr_pass=True, **options)
+    return base, dr, render_frame(f, tiles, depth_prefill=base.depth, **options)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_oracle_taken_from_dr_is_the_oracle_render(seed):
+    f = _frame(seed)
+    tiles = bin_triangles(f)
+    for options in ({}, {"depth_func": "greater", "clear_depth": 0.0}):
+        base, dr, oracle = _dr_and_oracle(f, tiles, **options)
+        taken = raster.oracle_from_hsr(dr, f, tiles, base.depth, **options)
+        assert taken is not None and taken.extra["from_hsr"]
+        _assert_same(taken, oracle)
+        assert dr.counter("hsr_fragments").sum() > 0 and not taken.counter("hsr_fragments").any()
+        assert taken.colour is not dr.colour
+
+
+def test_oracle_not_taken_from_dr_where_they_could_differ():
+    f = _frame(5)
+    tiles = bin_triangles(f)
+    base, dr, _ = _dr_and_oracle(f, tiles)
+    nudged = base.depth.copy()
+    nudged[40, 50] = np.nextafter(nudged[40, 50], np.float32(0))
+    assert raster.oracle_from_hsr(dr, f, tiles, nudged) is None
+    assert raster.oracle_from_hsr(dr, f, tiles, base.depth, depth_func="lequal") is None
+    assert raster.oracle_from_hsr(dr, f, tiles, base.depth, clear_colour=(0.5, 0, 0)) is None
+    assert raster.oracle_from_hsr(base, f, tiles, base.depth) is None          # not a DR render
+    for other in ({"rate": np.ones(tiles.n_tiles, np.int8)}, {"tie_break": "program"},
+                  {"order": _reversed_every_other_tile(tiles)}, {"depth_func": "lequal"}):
+        dr_other = render_frame(f, tiles, hsr_pass=True, **other)
+        assert raster.oracle_from_hsr(dr_other, f, tiles, dr_other.depth) is None, other
+    assert raster.oracle_from_hsr(dr, f, bin_triangles(f, 32), base.depth) is None
+    # a blended draw that writes depth is outside DR's pass but changes the final depth
+    rng = np.random.default_rng(5)
+    n, nd = 500, 14
+    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    g = FrameGeometry.from_screen_triangles(
+        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
+        width=160, height=96, blend=np.arange(nd) >= 11, depth_write=np.arange(nd) < 12,
+        alpha=0.6, object_id=np.arange(nd) // 2)
+    g_tiles = bin_triangles(g)
+    g_base, g_dr, g_oracle = _dr_and_oracle(g, g_tiles)
+    assert raster.oracle_from_hsr(g_dr, g, g_tiles, g_base.depth) is None
+    assert raster.oracle_from_hsr(g_dr, g, g_tiles, g_dr.depth) is None
+
+
+def test_simulate_oracle_rows_unchanged_by_taking_it_from_dr(monkeypatch):
+    drawn = []
+    full_render = raster.render_frame
+
+    def counting(frame, tiles, **kw):
+        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    both = pipeline.simulate("city-unordered", ["dr", "oracle"], frames=2, width=240, height=160,
+                             keep_images=True, progress=False)
+    assert drawn == [["hsr_pass"], [], ["hsr_pass"], []]       # DR and the baseline, per frame
+    alone = pipeline.simulate("city-unordered", ["oracle"], frames=2, width=240, height=160,
+                              keep_images=True, progress=False)
+    assert drawn[4:] == [[], ["depth_prefill"], [], ["depth_prefill"]]
+    assert [r for r in both.rows if r["technique"] == "oracle"] == alone.rows
+    for a, b in zip(both.images["oracle"], alone.images["oracle"], strict=True):
+        assert np.array_equal(a, b)

@@ -8,7 +8,9 @@ the floor that EVR and VRO are measured against.
 The final depths are those of the frame rendered in program order (with a LESS test and
 depth writes, the final depth of a pixel does not depend on the order); the frame context
 computes that baseline render once per frame and shares it (``ctx.baseline()``), so a run of
-``baseline`` and ``oracle`` together renders the baseline once.
+``baseline`` and ``oracle`` together renders the baseline once. With ``dr`` in the same run the
+oracle's render is taken from DR's, which is the same result when no blended draw writes depth
+(:func:`pipeline_model.raster.oracle_from_hsr` checks it frame by frame).
 """
 
 from __future__ import annotations
