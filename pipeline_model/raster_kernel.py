@@ -18,8 +18,9 @@ plane).  Per fragment:
   ``inv_w``) and written; ``blend`` draws are composited "alpha over" with the draw's alpha. The
   tile colour buffer is float64 and rounded to 8 bits per channel at flush.
 
-The full-rate, plain-depth-test case has its own specialised loop (the common case); the
-general loop handles superfragments (DSR's rates), the DR passes and the oracle's prefill.
+The full-rate, plain-depth-test case has its own specialised loop (the common case), and so
+have DR's two passes at full rate; the general loop handles superfragments (DSR's rates), the
+oracle's prefill and the passes with records.
 
 References
 ----------
@@ -297,6 +298,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 fast = mode == 0 and b == 1
                 plain = (fast and dtest and not blend and depth_func == 1 and not rec_vis
                          and not rec_occ and not tie_prog)
+                # DR's two passes at full rate without records or tie-break
+                hsr_plain = ((mode == 1 or mode == 2) and b == 1 and not rec_vis and not rec_occ
+                             and not tie_prog)
                 # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
                 nbx = (tw + b - 1) // b
                 nby = (th + b - 1) // b
@@ -461,6 +465,37 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                                        u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                             shaded_pp[gy, x0t + bx0] += 1
                             _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                        continue
+                    if hsr_plain:
+                        # the general loop's modes 1 and 2 specialised to one sample per pixel
+                        gy = y0t + by0
+                        if mode == 1:
+                            for jj in range(lo, hi + 1):
+                                bx0 = j0 + jj
+                                fx = np.float32(x0t + bx0)
+                                z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+                                if z < zero32:
+                                    z = zero32
+                                elif z > one32:
+                                    z = one32
+                                covered_pp[gy, x0t + bx0] += 1
+                                if _cmp(depth_func, z, tdepth[by0, bx0]):
+                                    tdepth[by0, bx0] = z
+                                    towner[by0, bx0] = t
+                                    twtri[by0, bx0] = t
+                            n_rast += hi + 1 - lo
+                        else:
+                            for jj in range(lo, hi + 1):
+                                bx0 = j0 + jj
+                                if towner[by0, bx0] != t:
+                                    n_kill += 1
+                                    continue
+                                n_shade += 1
+                                r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                           e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                           u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                                shaded_pp[gy, x0t + bx0] += 1
+                                _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
                         continue
                     for jj in range(lo, hi + 1):
                         j = j0 + jj
