@@ -367,25 +367,33 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     e0 = A0 * sxg + B0 * syg + C0
                     e1 = A1 * sxg + B1 * syg + C1
                     e2 = A2 * sxg + B2 * syg + C2
-                    # exact span of j - j0 with e_k + (j - j0) * sa_k > 0 for the three edges
+                    # exact span of j - j0 with e_k + (j - j0) * sa_k > 0 for the three edges;
+                    # an edge positive at the box's end it rises or falls towards bounds nothing
+                    # (no division)
                     lo = 0
                     hi = j1 - j0
                     if sa0 > 0:
-                        lo = max(lo, _floor_div(-e0, sa0) + 1)
+                        if e0 <= 0:
+                            lo = max(lo, _floor_div(-e0, sa0) + 1)
                     elif sa0 < 0:
-                        hi = min(hi, _ceil_div(e0, -sa0) - 1)
+                        if e0 + sa0 * (j1 - j0) <= 0:
+                            hi = min(hi, _ceil_div(e0, -sa0) - 1)
                     elif e0 <= 0:
                         continue
                     if sa1 > 0:
-                        lo = max(lo, _floor_div(-e1, sa1) + 1)
+                        if e1 <= 0:
+                            lo = max(lo, _floor_div(-e1, sa1) + 1)
                     elif sa1 < 0:
-                        hi = min(hi, _ceil_div(e1, -sa1) - 1)
+                        if e1 + sa1 * (j1 - j0) <= 0:
+                            hi = min(hi, _ceil_div(e1, -sa1) - 1)
                     elif e1 <= 0:
                         continue
                     if sa2 > 0:
-                        lo = max(lo, _floor_div(-e2, sa2) + 1)
+                        if e2 <= 0:
+                            lo = max(lo, _floor_div(-e2, sa2) + 1)
                     elif sa2 < 0:
-                        hi = min(hi, _ceil_div(e2, -sa2) - 1)
+                        if e2 + sa2 * (j1 - j0) <= 0:
+                            hi = min(hi, _ceil_div(e2, -sa2) - 1)
                     elif e2 <= 0:
                         continue
                     if lo > hi:
