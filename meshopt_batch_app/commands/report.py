@@ -23,7 +23,7 @@ def add_parser(subparsers):
                    help="output folder (default: report)")
     p.add_argument("--scope", choices=("full", "quick", "smoke"), default="full",
                    help="full (default); quick: fewer meshes (procedural + bunny), 4 frames per scene "
-                   "at half resolution, smaller probe set, about a minute; smoke: the test suite's "
+                   "at half resolution, smaller probe set, under 30 s on 2 cores; smoke: the test suite's "
                    "smallest inputs")
     deprecated_alias(p, "--quick", "scope", "--scope quick", store="store_const", const="quick")
     p.add_argument("--mesh", action="append", dest="mesh", metavar="PATH",
