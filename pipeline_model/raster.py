@@ -374,8 +374,9 @@ def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,
     if (not hsr_pass or tie_break != "none" or rec_writer or rec_vis or func not in (1, 4)
             or hsr.occlusion_pairs is not None):
         return None
-    if ri["offsets"] is not tiles.offsets and not (np.array_equal(ri["offsets"], tiles.offsets)
-                                                   and np.array_equal(ri["tri"], tiles.tri)):
+    same_lists = ((ri["offsets"] is tiles.offsets and ri["tri"] is tiles.tri)
+                  or (np.array_equal(ri["offsets"], tiles.offsets) and np.array_equal(ri["tri"], tiles.tri)))
+    if not same_lists:
         return None
     if ri["skip"].any() or ri["rate"].any():
         return None
