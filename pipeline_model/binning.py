@@ -133,14 +133,14 @@ def _overlaps(x0, y0, x1, y1, x2, y2, bx0, by0, bx1, by1):
 
 
 @numba.njit(cache=True, nogil=True)
-def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts):
-    """Bin triangles ``lo..hi-1``: count them per tile into ``counts`` and return the
-    (tile, triangle) pairs in order, and how many triangles were binned into a tile."""
+def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts, pair_tile, pair_tri):
+    """Bin triangles ``lo..hi-1``: count them per tile into ``counts`` and write the (tile,
+    triangle) pairs in order into ``pair_tile`` / ``pair_tri``; returns how many pairs and how
+    many triangles were binned into a tile, or ``(-1, 0)`` as soon as the pairs do not fit."""
     T = tile * 256
     Wf = width * 256
     Hf = height * 256
-    pair_tile = np.empty(2 * (hi - lo) + 16, np.int32)
-    pair_tri = np.empty(2 * (hi - lo) + 16, np.int32)
+    cap = pair_tile.shape[0]
     m = 0
     binned = 0
     for t in range(lo, hi):
@@ -163,14 +163,9 @@ def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts):
                 bx0 = tx * T
                 bx1 = min(Wf, bx0 + T)
                 if _overlaps(x0, y0, x1, y1, x2, y2, bx0, by0, bx1, by1):
+                    if m == cap:
+                        return -1, 0
                     ti = ty * tiles_x + tx
-                    if m == pair_tile.shape[0]:
-                        grown_tile = np.empty(2 * m, np.int32)
-                        grown_tile[:m] = pair_tile
-                        pair_tile = grown_tile
-                        grown_tri = np.empty(2 * m, np.int32)
-                        grown_tri[:m] = pair_tri
-                        pair_tri = grown_tri
                     pair_tile[m] = ti
                     pair_tri[m] = t
                     m += 1
@@ -178,26 +173,34 @@ def _bin_range(xy, lo, hi, width, height, tile, tiles_x, tiles_y, counts):
                     hit = True
         if hit:
             binned += 1
-    return pair_tile[:m], pair_tri[:m], binned
+    return m, binned
 
 
 def _make_bin(parallel):
     """The binning pass over chunks of triangles (one per numba thread when ``parallel``):
-    each chunk lists its (tile, triangle) pairs and counts them per tile, the counts give every
-    chunk its place in each tile's list (chunks in triangle order), and each chunk places its
-    pairs there -- the lists are in program order either way."""
+    each chunk lists its (tile, triangle) pairs into its row of one preallocated buffer (the
+    buffer grows and the pass starts again when a chunk's pairs do not fit) and counts them per
+    tile, the counts give every chunk its place in each tile's list (chunks in triangle order),
+    and each chunk places its pairs there -- the lists are in program order either way."""
 
     def bin_chunks(xy, width, height, tile, tiles_x, tiles_y, n_chunks):
         n = xy.shape[0]
         n_tiles = tiles_x * tiles_y
-        fill = np.zeros((n_chunks, n_tiles), np.int64)
-        binned = np.zeros(n_chunks, np.int64)
-        pairs = [(np.zeros(0, np.int32), np.zeros(0, np.int32)) for _ in range(n_chunks)]
-        for c in numba.prange(n_chunks):
-            pt, pr, nb = _bin_range(xy, c * n // n_chunks, (c + 1) * n // n_chunks, width, height,
-                                    tile, tiles_x, tiles_y, fill[c])
-            pairs[c] = (pt, pr)
-            binned[c] = nb
+        cap = 2 * ((n + n_chunks - 1) // n_chunks) + 4096
+        while True:
+            fill = np.zeros((n_chunks, n_tiles), np.int64)
+            binned = np.zeros(n_chunks, np.int64)
+            used = np.zeros(n_chunks, np.int64)
+            pair_tile = np.empty((n_chunks, cap), np.int32)
+            pair_tri = np.empty((n_chunks, cap), np.int32)
+            for c in numba.prange(n_chunks):
+                m, nb = _bin_range(xy, c * n // n_chunks, (c + 1) * n // n_chunks, width, height,
+                                   tile, tiles_x, tiles_y, fill[c], pair_tile[c], pair_tri[c])
+                used[c] = m
+                binned[c] = nb
+            if used.min() >= 0:
+                break
+            cap *= 4
         offsets = np.zeros(n_tiles + 1, np.int64)
         pos = 0
         for ti in range(n_tiles):
@@ -209,11 +212,10 @@ def _make_bin(parallel):
         offsets[n_tiles] = pos
         out = np.empty(pos, np.int32)
         for c in numba.prange(n_chunks):
-            pt, pr = pairs[c]
             f = fill[c]
-            for k in range(pt.shape[0]):
-                ti = pt[k]
-                out[f[ti]] = pr[k]
+            for k in range(used[c]):
+                ti = pair_tile[c, k]
+                out[f[ti]] = pair_tri[c, k]
                 f[ti] += 1
         return offsets, out, binned.sum()
 

@@ -275,6 +275,34 @@ def test_binning_is_exact_and_in_program_order():
         assert tiles_hit <= binned
 
 
+def test_binning_on_threads_with_chunks_that_outgrow_their_buffer():
+    """Chunks of triangles are binned on the threads into one buffer that grows when a chunk's
+    pairs do not fit (a few screen-sized triangles per chunk): the lists equal one serial chunk's
+    and the exact per-tile reference's."""
+    rng = np.random.default_rng(8)
+    n = 12_000
+    c = rng.uniform(-10, 330, size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(0.5, 12, size=(n, 1, 1))
+    xy[::200] = [[-20, -20], [900, -20], [-20, 900]]
+    f = FrameGeometry.from_screen_triangles(xy, width=320, height=224, tile=16)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        threaded = bin_triangles(f, parallel=True)
+    finally:
+        numba.set_num_threads(before)
+    serial = bin_triangles(f, parallel=False)
+    assert np.array_equal(threaded.offsets, serial.offsets) and np.array_equal(threaded.tri, serial.tri)
+    assert threaded.triangles_binned == serial.triangles_binned
+    assert threaded.pairs > 2 * (2 * (n // 2) + 4096)    # more than the first buffer holds
+    full = threaded.n_tiles                       # every tile holds the 60 big triangles
+    assert all(set(range(0, n, 200)) <= set(threaded.tile_triangles(ti)) for ti in range(full))
+    for ti in range(0, threaded.n_tiles, 37):
+        x0, y0, x1, y1 = threaded.tile_rect(ti)
+        want = [t for t in range(n) if _clip_area(f.xy[t], (x0, y0, x1, y1)) > 1e-9]
+        assert list(threaded.tile_triangles(ti)) == want, ti
+
+
 def test_parameter_buffer_bytes():
     f = FrameGeometry.from_screen_triangles(quad(0, 0, 40, 8) + [[[100, 100], [101, 100], [100, 101]]],
                                             width=64, height=16, vertex_invocations=[5])
