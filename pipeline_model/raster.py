@@ -262,12 +262,13 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3)),
                tie_break, bool(hsr_pass), bool(record_writer), bool(record_prim_visibility))
     reused = None
-    kernel_skip = skip_a
+    # per tile for the kernel: 0 draw, 1 skipped (previous or clear values), 2 copied afterwards
+    tile_mode = skip_a.astype(np.int8)
     if reuse is not None:
         reused = _tiles_from(reuse, frame, (T, tiles_x, tiles_y), options,
                              prefill if use_prefill else None,
                              skip_a, rate_a, off, tri, record_occlusion)
-        kernel_skip = skip_a | reused  # drawn by copying after the kernel
+        tile_mode[reused] = 2
 
     dflags = (frame.depth_test.astype(np.int8) * F_TEST + frame.depth_write.astype(np.int8) * F_WRITE
               + frame.blend.astype(np.int8) * F_BLEND).astype(np.int8)
@@ -311,7 +312,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     kernel = render_tiles_parallel if parallel else render_tiles_serial
     kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
-            off, tri, row_order, kernel_skip, rate_a, use_prefill, prefill, bool(hsr_pass),
+            off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             tie_break == "program", use_pc, prev_c, use_pd, prev_d,

@@ -170,8 +170,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     (:class:`~pipeline_model.raster_setup.TriangleSetup`) and each triangle's draw; per draw
     flags (:data:`F_TEST` | :data:`F_WRITE` | :data:`F_BLEND`), alpha, shader cost, colour kind
     and parameters, dense object index; the per-tile lists (CSR) and the
-    sequence in which tile rows are split into chunks; the technique inputs (skip,
-    rate, depth prefill, DR pass); the records (occlusion tables per chunk, per-entry
+    sequence in which tile rows are split into chunks; the technique inputs (``skip`` as int8
+    per tile: 0 drawn, 1 skipped, 2 left alone for a copy from another render; rate, depth
+    prefill, DR pass); the records (occlusion tables per chunk, per-entry
     visibility and depth range, writer entry, program-order tie-break); the previous frame's
     buffers; the depth function code and clear values; the outputs, filled in place.
     """
@@ -205,7 +206,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
             y0t = ty * T
             tw = min(W, x0t + T) - x0t
             th = min(H, y0t + T) - y0t
-            if skip[ti]:
+            if skip[ti] == 2:
+                continue  # copied from another render afterwards (raster_reuse.copy_tiles)
+            if skip[ti] == 1:
                 for yy in range(th):
                     for xx in range(tw):
                         for c in range(3):
