@@ -101,6 +101,18 @@ def _floor_div(a, b):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _plane_depth(dzdx, dzdy, z0, fx, fy):
+    """The triangle's depth plane at sample ``(fx, fy)`` in float32 fused multiply-adds
+    (:func:`~pipeline_model.raster_setup.fma32`), clamped to [0, 1]."""
+    z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
+    if z < np.float32(0.0):
+        return np.float32(0.0)
+    if z > np.float32(1.0):
+        return np.float32(1.0)
+    return z
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _fragment_colour(const_colour, kind, colp, jj,
                      e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                      u0, u1, u2, v0, v1, v2, sh0, sh1, sh2):
@@ -334,8 +346,6 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 dzdx = recf[t, R_PLANE]
                 dzdy = recf[t, R_PLANE + 1]
                 z0 = recf[t, R_PLANE + 2]
-                zero32 = np.float32(0.0)
-                one32 = np.float32(1.0)
                 Hf = H * 256
                 kind = dkind[d]
                 alpha = np.float64(dalpha[d])
@@ -410,11 +420,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
                             fx = np.float32(x0t + bx0)
-                            z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
-                            if z < zero32:
-                                z = zero32
-                            elif z > one32:
-                                z = one32
+                            z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             covered_pp[gy, x0t + bx0] += 1
                             if not z < tdepth[by0, bx0]:
                                 n_kill += 1
@@ -440,11 +446,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
                             fx = np.float32(x0t + bx0)
-                            z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
-                            if z < zero32:
-                                z = zero32
-                            elif z > one32:
-                                z = one32
+                            z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             n_rast += 1
                             covered_pp[gy, x0t + bx0] += 1
                             if rec_vis:
@@ -484,11 +486,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             for jj in range(lo, hi + 1):
                                 bx0 = j0 + jj
                                 fx = np.float32(x0t + bx0)
-                                z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
-                                if z < zero32:
-                                    z = zero32
-                                elif z > one32:
-                                    z = one32
+                                z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                                 covered_pp[gy, x0t + bx0] += 1
                                 if _cmp(depth_func, z, tdepth[by0, bx0]):
                                     tdepth[by0, bx0] = z
@@ -513,11 +511,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         bx0 = j * b
                         px1 = min(bx0 + b, tw)
                         fx = np.float32((sxg + step * jj) / 256.0)
-                        z = fma32(dzdy, fy, fma32(dzdx, fx, z0))
-                        if z < zero32:
-                            z = zero32
-                        elif z > one32:
-                            z = one32
+                        z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                         if count:
                             n_rast += 1
                             if b == 1:
