@@ -51,35 +51,55 @@ def copy_tiles(reuse, W, H, T, tiles_x, offsets, ref_offsets,
                rec_writer, writer, ref_writer, rec_vis, vis, zmin, zmax,
                ref_vis, ref_zmin, ref_zmax):
     """Copy every tile marked in ``reuse`` from the reference render's outputs (``ref_*``),
-    row by row, tiles on all threads.
+    tile rows on all threads.
 
-    List entries are positions in each render's own lists, so the writer and visibility
-    records of a tile move by the difference of the two tiles' list offsets."""
-    for ti in numba.prange(reuse.shape[0]):
-        if not reuse[ti]:
-            continue
-        ty = ti // tiles_x
-        tx = ti - ty * tiles_x
-        x0 = tx * T
+    Adjacent marked tiles of a tile row are copied as one run of pixels per screen row (most
+    of a row when a render takes nearly all its tiles). List entries are positions in each
+    render's own lists, so the writer and visibility records of a tile move by the
+    difference of the two tiles' list offsets."""
+    tiles_y = reuse.shape[0] // tiles_x
+    colour_rows = colour.reshape(H, 3 * W)
+    ref_colour_rows = ref_colour.reshape(H, 3 * W)
+    for ty in numba.prange(tiles_y):
         y0 = ty * T
-        x1 = min(W, x0 + T)
         y1 = min(H, y0 + T)
-        shift = offsets[ti] - ref_offsets[ti]
-        for y in range(y0, y1):
-            colour[y, x0:x1, :] = ref_colour[y, x0:x1, :]
-            depth[y, x0:x1] = ref_depth[y, x0:x1]
-            shaded[y, x0:x1] = ref_shaded[y, x0:x1]
-            covered[y, x0:x1] = ref_covered[y, x0:x1]
-            if rec_writer:
+        row = ty * tiles_x
+        tx = 0
+        while tx < tiles_x:
+            if not reuse[row + tx]:
+                tx += 1
+                continue
+            first = tx
+            while tx < tiles_x and reuse[row + tx]:
+                tx += 1
+            # unsigned indices: no negative-index wrap, so the copies compile to vector loops
+            x0 = np.uint64(first * T)
+            x1 = np.uint64(min(W, tx * T))
+            for y_ in range(y0, y1):
+                y = np.uint64(y_)
+                for k in range(np.uint64(3) * x0, np.uint64(3) * x1):
+                    colour_rows[y, k] = ref_colour_rows[y, k]
                 for x in range(x0, x1):
-                    w = ref_writer[y, x]
-                    writer[y, x] = w + shift if w >= 0 else -1
-        counters[ti, :] = ref_counters[ti, :]
-        cycles[ti] = ref_cycles[ti]
-        if rec_vis:
-            r0 = ref_offsets[ti]
-            s0 = offsets[ti]
-            m = offsets[ti + 1] - s0
-            vis[s0:s0 + m] = ref_vis[r0:r0 + m]
-            zmin[s0:s0 + m] = ref_zmin[r0:r0 + m]
-            zmax[s0:s0 + m] = ref_zmax[r0:r0 + m]
+                    depth[y, x] = ref_depth[y, x]
+                for x in range(x0, x1):
+                    shaded[y, x] = ref_shaded[y, x]
+                for x in range(x0, x1):
+                    covered[y, x] = ref_covered[y, x]
+            for ti in range(row + first, row + tx):
+                counters[ti, :] = ref_counters[ti, :]
+                cycles[ti] = ref_cycles[ti]
+                shift = offsets[ti] - ref_offsets[ti]
+                if rec_writer:
+                    xa = (ti - row) * T
+                    xb = min(W, xa + T)
+                    for y in range(y0, y1):
+                        for x in range(xa, xb):
+                            w = ref_writer[y, x]
+                            writer[y, x] = w + shift if w >= 0 else -1
+                if rec_vis:
+                    r0 = ref_offsets[ti]
+                    s0 = offsets[ti]
+                    m = offsets[ti + 1] - s0
+                    vis[s0:s0 + m] = ref_vis[r0:r0 + m]
+                    zmin[s0:s0 + m] = ref_zmin[r0:r0 + m]
+                    zmax[s0:s0 + m] = ref_zmax[r0:r0 + m]
