@@ -235,11 +235,14 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         if rec_writer:
                             writer[y0t + yy, x0t + xx] = -1
                 continue
+            x0u = np.uint64(x0t)
+            y0u = np.uint64(y0t)
             k = rate[ti]
             b = 1 << k
             for yy in range(th):
                 for xx in range(tw):
-                    tdepth[yy, xx] = prefill[y0t + yy, x0t + xx] if use_prefill else clear_depth
+                    tdepth[yy, xx] = (prefill[y0u + np.uint64(yy), x0u + np.uint64(xx)] if use_prefill
+                                      else clear_depth)
                     tcol[yy, xx, 0] = clear_col[0]
                     tcol[yy, xx, 1] = clear_col[1]
                     tcol[yy, xx, 2] = clear_col[2]
@@ -282,15 +285,16 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     pss = 0 if q < n_entries else 1
                     en = s0 + (q % n_entries)
                 t = tri[en]
+                tu = np.uint64(t)
                 if en + PREFETCH_AHEAD < s1:
                     # a later entry's record (two cache lines) while this one is drawn
                     t_next = np.int64(tri[en + PREFETCH_AHEAD])
                     prefetch(rec, t_next, 0)
                     prefetch(rec, t_next, 16)
-                flags_t = rec[t, R_FLAGS]
+                flags_t = rec[tu, R_FLAGS]
                 if flags_t & VALID_BIT == 0:
                     continue
-                d = flags_t >> DRAW_SHIFT
+                d = np.uint64(flags_t >> DRAW_SHIFT)
                 fl0 = dflags[d]
                 woz_opaque = (fl0 & 1) != 0 and (fl0 & 2) != 0 and (fl0 & 4) == 0
                 if pss == 0:
@@ -322,30 +326,30 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 base_x = 128 * (2 * x0t + b)
                 base_y = 128 * (2 * y0t + b)
                 step = 256 * b
-                j0 = max(0, _ceil_div(rec[t, R_BOX] - base_x, step))
-                j1 = min(nbx - 1, (rec[t, R_BOX + 1] - base_x) // step)
-                i0 = max(0, _ceil_div(rec[t, R_BOX + 2] - base_y, step))
-                i1 = min(nby - 1, (rec[t, R_BOX + 3] - base_y) // step)
+                j0 = max(0, _ceil_div(rec[tu, R_BOX] - base_x, step))
+                j1 = min(nbx - 1, (rec[tu, R_BOX + 1] - base_x) // step)
+                i0 = max(0, _ceil_div(rec[tu, R_BOX + 2] - base_y, step))
+                i1 = min(nby - 1, (rec[tu, R_BOX + 3] - base_y) // step)
                 if j0 > j1 or i0 > i1:
                     continue
-                A0 = np.int64(rec[t, R_AB])
-                B0 = np.int64(rec[t, R_AB + 1])
-                C0 = rec64[t, R_C64]
-                A1 = np.int64(rec[t, R_AB + 2])
-                B1 = np.int64(rec[t, R_AB + 3])
-                C1 = rec64[t, R_C64 + 1]
-                A2 = np.int64(rec[t, R_AB + 4])
-                B2 = np.int64(rec[t, R_AB + 5])
-                C2 = rec64[t, R_C64 + 2]
+                A0 = np.int64(rec[tu, R_AB])
+                B0 = np.int64(rec[tu, R_AB + 1])
+                C0 = rec64[tu, R_C64]
+                A1 = np.int64(rec[tu, R_AB + 2])
+                B1 = np.int64(rec[tu, R_AB + 3])
+                C1 = rec64[tu, R_C64 + 1]
+                A2 = np.int64(rec[tu, R_AB + 4])
+                B2 = np.int64(rec[tu, R_AB + 5])
+                C2 = rec64[tu, R_C64 + 2]
                 bi0 = np.int64(flags_t & 1)
                 bi1 = np.int64((flags_t >> 1) & 1)
                 bi2 = np.int64((flags_t >> 2) & 1)
                 sa0 = A0 * step
                 sa1 = A1 * step
                 sa2 = A2 * step
-                dzdx = recf[t, R_PLANE]
-                dzdy = recf[t, R_PLANE + 1]
-                z0 = recf[t, R_PLANE + 2]
+                dzdx = recf[tu, R_PLANE]
+                dzdy = recf[tu, R_PLANE + 1]
+                z0 = recf[tu, R_PLANE + 2]
                 Hf = H * 256
                 kind = dkind[d]
                 alpha = np.float64(dalpha[d])
@@ -357,18 +361,18 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 const_colour = kind == 0 and p[7] <= 0
                 colp = (np.float64(p[0]), np.float64(p[1]), np.float64(p[2]), np.float64(p[3]),
                         np.float64(p[4]), np.float64(p[5]), np.float64(p[6]), np.float64(p[7]))
-                u0 = np.float64(recf[t, R_ATTR])
-                u1 = np.float64(recf[t, R_ATTR + 4])
-                u2 = np.float64(recf[t, R_ATTR + 8])
-                v0 = np.float64(recf[t, R_ATTR + 1])
-                v1 = np.float64(recf[t, R_ATTR + 5])
-                v2 = np.float64(recf[t, R_ATTR + 9])
-                sh0 = np.float64(recf[t, R_ATTR + 2])
-                sh1 = np.float64(recf[t, R_ATTR + 6])
-                sh2 = np.float64(recf[t, R_ATTR + 10])
-                w0 = np.float64(recf[t, R_ATTR + 3])
-                w1 = np.float64(recf[t, R_ATTR + 7])
-                w2 = np.float64(recf[t, R_ATTR + 11])
+                u0 = np.float64(recf[tu, R_ATTR])
+                u1 = np.float64(recf[tu, R_ATTR + 4])
+                u2 = np.float64(recf[tu, R_ATTR + 8])
+                v0 = np.float64(recf[tu, R_ATTR + 1])
+                v1 = np.float64(recf[tu, R_ATTR + 5])
+                v2 = np.float64(recf[tu, R_ATTR + 9])
+                sh0 = np.float64(recf[tu, R_ATTR + 2])
+                sh1 = np.float64(recf[tu, R_ATTR + 6])
+                sh2 = np.float64(recf[tu, R_ATTR + 10])
+                w0 = np.float64(recf[tu, R_ATTR + 3])
+                w1 = np.float64(recf[tu, R_ATTR + 7])
+                w2 = np.float64(recf[tu, R_ATTR + 11])
                 n_rast = 0
                 n_kill = 0
                 n_shade = 0
@@ -416,57 +420,63 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     if plain:
                         # the baseline's case: the fast loop below without its records and
                         # options (depth test "less", opaque, nothing recorded)
-                        gy = y0t + by0
+                        gy = np.uint64(y0t + by0)
+                        ty_ = np.uint64(by0)
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
+                            tx_ = np.uint64(bx0)
+                            gx = np.uint64(x0t + bx0)
                             fx = np.float32(x0t + bx0)
                             z = _plane_depth(dzdx, dzdy, z0, fx, fy)
-                            covered_pp[gy, x0t + bx0] += 1
-                            if not z < tdepth[by0, bx0]:
+                            covered_pp[gy, gx] += 1
+                            if not z < tdepth[ty_, tx_]:
                                 n_kill += 1
                                 continue
                             if dwrite:
-                                tdepth[by0, bx0] = z
-                                twtri[by0, bx0] = t
+                                tdepth[ty_, tx_] = z
+                                twtri[ty_, tx_] = t
                             r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                        e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                        u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
-                            shaded_pp[gy, x0t + bx0] += 1
-                            tcol[by0, bx0, 0] = r
-                            tcol[by0, bx0, 1] = g
-                            tcol[by0, bx0, 2] = bb
-                            twriter[by0, bx0] = en
+                            shaded_pp[gy, gx] += 1
+                            tcol[ty_, tx_, 0] = r
+                            tcol[ty_, tx_, 1] = g
+                            tcol[ty_, tx_, 2] = bb
+                            twriter[ty_, tx_] = en
                         n_rast += hi + 1 - lo
                         n_shade = n_rast - n_kill
                         continue
                     if fast:
                         # the common case (full rate, plain depth test): the general loop below
                         # specialised to one sample per pixel, records included
-                        gy = y0t + by0
+                        gy = np.uint64(y0t + by0)
+                        ty_ = np.uint64(by0)
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
+                            tx_ = np.uint64(bx0)
+                            gx = np.uint64(x0t + bx0)
                             fx = np.float32(x0t + bx0)
                             z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             n_rast += 1
-                            covered_pp[gy, x0t + bx0] += 1
+                            covered_pp[gy, gx] += 1
                             if rec_vis:
                                 if z < zmin[en]:
                                     zmin[en] = z
                                 if z > zmax[en]:
                                     zmax[en] = z
                             if dtest:
-                                stored = tdepth[by0, bx0]
+                                stored = tdepth[ty_, tx_]
                                 passed = _cmp(depth_func, z, stored)
                                 if tie_prog and z == stored:
-                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                    passed = _tie_pass(depth_func, t, twtri[ty_, tx_], passed)
                                 if passed and dwrite:
-                                    tdepth[by0, bx0] = z
-                                    twtri[by0, bx0] = t
+                                    tdepth[ty_, tx_] = z
+                                    twtri[ty_, tx_] = t
                                 if rec_occ:
                                     _record_occlusion(occ_first, occ_count, seq, oc, obj,
-                                                      tobj[by0, bx0], passed)
+                                                      tobj[ty_, tx_], passed)
                                     if passed and dwrite:
-                                        tobj[by0, bx0] = obj
+                                        tobj[ty_, tx_] = obj
                                 if not passed:
                                     n_kill += 1
                                     continue
@@ -476,56 +486,63 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                        e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                        u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
-                            shaded_pp[gy, x0t + bx0] += 1
-                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                            shaded_pp[gy, gx] += 1
+                            _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
                         continue
                     if hsr_plain:
                         # the general loop's modes 1 and 2 specialised to one sample per pixel
-                        gy = y0t + by0
+                        gy = np.uint64(y0t + by0)
+                        ty_ = np.uint64(by0)
                         if mode == 1:
                             for jj in range(lo, hi + 1):
                                 bx0 = j0 + jj
+                                tx_ = np.uint64(bx0)
                                 fx = np.float32(x0t + bx0)
                                 z = _plane_depth(dzdx, dzdy, z0, fx, fy)
-                                covered_pp[gy, x0t + bx0] += 1
-                                if _cmp(depth_func, z, tdepth[by0, bx0]):
-                                    tdepth[by0, bx0] = z
-                                    towner[by0, bx0] = t
-                                    twtri[by0, bx0] = t
+                                covered_pp[gy, np.uint64(x0t + bx0)] += 1
+                                if _cmp(depth_func, z, tdepth[ty_, tx_]):
+                                    tdepth[ty_, tx_] = z
+                                    towner[ty_, tx_] = t
+                                    twtri[ty_, tx_] = t
                             n_rast += hi + 1 - lo
                         else:
                             for jj in range(lo, hi + 1):
                                 bx0 = j0 + jj
-                                if towner[by0, bx0] != t:
+                                tx_ = np.uint64(bx0)
+                                if towner[ty_, tx_] != t:
                                     n_kill += 1
                                     continue
                                 n_shade += 1
                                 r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                            e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                            u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
-                                shaded_pp[gy, x0t + bx0] += 1
-                                _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                                shaded_pp[gy, np.uint64(x0t + bx0)] += 1
+                                _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
                         continue
                     for jj in range(lo, hi + 1):
                         j = j0 + jj
                         bx0 = j * b
                         px1 = min(bx0 + b, tw)
+                        ty_ = np.uint64(by0)
+                        tx_ = np.uint64(bx0)
+                        gyu = np.uint64(y0t + by0)
+                        gxu = np.uint64(x0t + bx0)
                         fx = np.float32((sxg + step * jj) / 256.0)
                         z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                         if count:
                             n_rast += 1
                             if b == 1:
-                                covered_pp[y0t + by0, x0t + bx0] += 1
+                                covered_pp[gyu, gxu] += 1
                             else:
-                                for yy in range(by0, py1):
-                                    for xx in range(bx0, px1):
-                                        covered_pp[y0t + yy, x0t + xx] += 1
+                                for yy in range(ty_, np.uint64(py1)):
+                                    for xx in range(tx_, np.uint64(px1)):
+                                        covered_pp[y0u + yy, x0u + xx] += 1
                             if rec_vis:
                                 if z < zmin[en]:
                                     zmin[en] = z
                                 if z > zmax[en]:
                                     zmax[en] = z
-                        stored = tdepth[by0, bx0]
+                        stored = tdepth[ty_, tx_]
                         passed = True
                         compared = False
                         if mode == 0:
@@ -533,45 +550,45 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                 compared = True
                                 passed = _cmp(depth_func, z, stored)
                                 if tie_prog and z == stored:
-                                    passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                    passed = _tie_pass(depth_func, t, twtri[ty_, tx_], passed)
                                 if passed and dwrite:
                                     if b == 1:
-                                        tdepth[by0, bx0] = z
-                                        twtri[by0, bx0] = t
+                                        tdepth[ty_, tx_] = z
+                                        twtri[ty_, tx_] = t
                                     else:
-                                        for yy in range(by0, py1):
-                                            for xx in range(bx0, px1):
+                                        for yy in range(ty_, np.uint64(py1)):
+                                            for xx in range(tx_, np.uint64(px1)):
                                                 tdepth[yy, xx] = z
                                                 twtri[yy, xx] = t
                         elif mode == 1:
                             compared = True
                             passed = _cmp(depth_func, z, stored)
                             if tie_prog and z == stored:
-                                passed = _tie_pass(depth_func, t, twtri[by0, bx0], passed)
+                                passed = _tie_pass(depth_func, t, twtri[ty_, tx_], passed)
                             if passed:
-                                for yy in range(by0, py1):
-                                    for xx in range(bx0, px1):
+                                for yy in range(ty_, np.uint64(py1)):
+                                    for xx in range(tx_, np.uint64(px1)):
                                         tdepth[yy, xx] = z
                                         towner[yy, xx] = t
                                         twtri[yy, xx] = t
                         elif mode == 2:
-                            passed = towner[by0, bx0] == t
+                            passed = towner[ty_, tx_] == t
                         else:
                             compared = True
                             passed = ((z == stored) and _cmp(depth_func, z, clear_depth)
-                                      and not tclaim[by0, bx0])
+                                      and not tclaim[ty_, tx_])
                             if passed and (depth_func == 1 or depth_func == 4):
-                                for yy in range(by0, py1):
-                                    for xx in range(bx0, px1):
+                                for yy in range(ty_, np.uint64(py1)):
+                                    for xx in range(tx_, np.uint64(px1)):
                                         tclaim[yy, xx] = True
                         if rec_occ:
                             if compared:
                                 _record_occlusion(occ_first, occ_count, seq, oc, obj,
-                                                  tobj[by0, bx0], passed)
+                                                  tobj[ty_, tx_], passed)
                             # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
                             if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
-                                for yy in range(by0, py1):
-                                    for xx in range(bx0, px1):
+                                for yy in range(ty_, np.uint64(py1)):
+                                    for xx in range(tx_, np.uint64(px1)):
                                         tobj[yy, xx] = obj
                         if not shade_pass:
                             continue
@@ -585,12 +602,12 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                                    e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                    u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                         if b == 1:
-                            shaded_pp[y0t + by0, x0t + bx0] += 1
-                            _put_colour(tcol, twriter, by0, bx0, r, g, bb, blend, alpha, beta, en)
+                            shaded_pp[gyu, gxu] += 1
+                            _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
                         else:
-                            for yy in range(by0, py1):
-                                for xx in range(bx0, px1):
-                                    shaded_pp[y0t + yy, x0t + xx] += 1
+                            for yy in range(ty_, np.uint64(py1)):
+                                for xx in range(tx_, np.uint64(px1)):
+                                    shaded_pp[y0u + yy, x0u + xx] += 1
                                     _put_colour(tcol, twriter, yy, xx, r, g, bb, blend, alpha, beta, en)
                 n_rast_t += n_rast
                 if mode == 1:
@@ -604,15 +621,16 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 cyc_t += cost * n_shade
             # flush
             for yy in range(th):
+                gyu = y0u + np.uint64(yy)
                 for xx in range(tw):
-                    depth[y0t + yy, x0t + xx] = tdepth[yy, xx]
+                    depth[gyu, x0u + np.uint64(xx)] = tdepth[yy, xx]
                 if rec_writer:
                     for xx in range(tw):
-                        writer[y0t + yy, x0t + xx] = twriter[yy, xx]
+                        writer[gyu, x0u + np.uint64(xx)] = twriter[yy, xx]
                 # one row of the tile's colours as a flat run of 3 * tw channels
                 for k_ in range(3 * tw):
                     v = min(max(tcol_rows[yy, k_], 0.0), 1.0)
-                    colour_rows[y0t + yy, 3 * x0t + k_] = np.uint8(np.int64(v * 255.0 + 0.5))
+                    colour_rows[gyu, np.uint64(3) * x0u + np.uint64(k_)] = np.uint8(np.int64(v * 255.0 + 0.5))
             counters[ti, 0] = n_rast_t
             counters[ti, 1] = n_kill_t
             counters[ti, 2] = n_shade_t
