@@ -68,6 +68,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 
 from meshopt_batch.errors import MeshoptBatchError
@@ -189,12 +190,8 @@ def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.nd
     """
     n_tiles = frame.n_tiles
     T = int(frame.tile)
-    cov = result.covered != 0
-    H, W = cov.shape[:2]
-    ty, tx = (H + T - 1) // T, (W + T - 1) // T
-    pad = np.zeros((ty * T, tx * T), np.bool_)
-    pad[:H, :W] = cov
-    out = pad.reshape(ty, T, tx, T).sum(axis=(1, 3), dtype=np.int64).reshape(-1)
+    H, W = result.covered.shape[:2]
+    out = _covered_counts(np.ascontiguousarray(result.covered), T)
     if out.size != n_tiles:
         raise ValueError(f"covered buffer {W}x{H} does not split into the frame's {n_tiles} tiles")
     rendered = result.counter("tiles_rendered") > 0
@@ -202,6 +199,23 @@ def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.nd
         prev = (np.asarray(previous, np.int64).reshape(-1) if previous is not None
                 and np.size(previous) == n_tiles else np.zeros(n_tiles, np.int64))
         out = np.where(rendered, out, prev)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _covered_counts(covered, T):
+    """Pixels with a nonzero count per T x T tile (row-major tiles, partial edge tiles)."""
+    H, W = covered.shape
+    tx = (W + T - 1) // T
+    out = np.zeros(((H + T - 1) // T) * tx, np.int64)
+    for y_ in range(H):
+        y = np.uint64(y_)
+        row = (y_ // T) * tx
+        for t in range(tx):
+            n = 0
+            for x in range(np.uint64(t * T), np.uint64(min(W, t * T + T))):
+                n += covered[y, x] != 0
+            out[row + t] += n
     return out
 
 
