@@ -4,6 +4,7 @@ command."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from pipeline_model import techniques
 from pipeline_model.geometry import DEFAULT_PROFILE, GeometryStage
 from pipeline_model.pipeline import JSON_COUNTERS, simulate
 from pipeline_model.scene import Scene, load_scene
-from pipeline_model.stats import load_costs
+from pipeline_model.stats import covered_per_tile, load_costs
 from pipeline_model.techniques.base import RenderRequest, Technique
 
 SHIPPED = ("city-unordered", "city-ordered", "city-batched", "hud-over-3d", "sprites-2d",
@@ -286,3 +287,25 @@ def test_check_gl_block():
     assert {"frame", "coverage_diff_pixels", "shaded_diff_pixels", "shaded_total_model",
             "shaded_total_gl"} <= set(f)
     assert f["coverage_diff_pixels"] == 0
+
+
+@pytest.mark.parametrize("height,width,tile", [(160, 256, 16), (37, 53, 8), (1, 1, 16), (50, 17, 16)])
+def test_covered_per_tile_counts_pixels_per_tile_and_keeps_skipped_tiles(height, width, tile):
+    """Per tile: pixels with a nonzero count (edge tiles partial); a tile the render skipped
+    keeps the previous frame's count."""
+    rng = np.random.default_rng(height * width)
+    covered = (rng.random((height, width)) < 0.6) * rng.integers(0, 3, (height, width))
+    ty, tx = -(-height // tile), -(-width // tile)
+    expected = np.array([np.count_nonzero(covered[r * tile:(r + 1) * tile, c * tile:(c + 1) * tile])
+                         for r in range(ty) for c in range(tx)])
+    rendered = np.ones((ty * tx, 1), np.int64)
+    rendered[::3] = 0
+    frame = SimpleNamespace(n_tiles=ty * tx, tile=tile)
+    result = SimpleNamespace(covered=covered.astype(np.int32),
+                             counter=lambda name: rendered[:, 0])
+    previous = np.arange(ty * tx) + 1000
+    got = covered_per_tile(frame, result, previous)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, np.where(rendered[:, 0] > 0, expected, previous))
+    rendered[:] = 1
+    assert np.array_equal(covered_per_tile(frame, result), expected)
