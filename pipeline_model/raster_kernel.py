@@ -423,12 +423,12 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     if plain:
                         # the baseline's case: the fast loop below without its records and
                         # options (depth test "less", opaque, nothing recorded)
-                        gy = np.uint64(y0t + by0)
                         ty_ = np.uint64(by0)
+                        gy = y0u + ty_
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
                             tx_ = np.uint64(bx0)
-                            gx = np.uint64(x0t + bx0)
+                            gx = x0u + tx_
                             fx = np.float32(x0t + bx0)
                             z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             covered_pp[gy, gx] += 1
@@ -452,12 +452,12 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     if fast:
                         # the common case (full rate, plain depth test): the general loop below
                         # specialised to one sample per pixel, records included
-                        gy = np.uint64(y0t + by0)
                         ty_ = np.uint64(by0)
+                        gy = y0u + ty_
                         for jj in range(lo, hi + 1):
                             bx0 = j0 + jj
                             tx_ = np.uint64(bx0)
-                            gx = np.uint64(x0t + bx0)
+                            gx = x0u + tx_
                             fx = np.float32(x0t + bx0)
                             z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             n_rast += 1
@@ -494,15 +494,15 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         continue
                     if hsr_plain:
                         # the general loop's modes 1 and 2 specialised to one sample per pixel
-                        gy = np.uint64(y0t + by0)
                         ty_ = np.uint64(by0)
+                        gy = y0u + ty_
                         if mode == 1:
                             for jj in range(lo, hi + 1):
                                 bx0 = j0 + jj
                                 tx_ = np.uint64(bx0)
                                 fx = np.float32(x0t + bx0)
                                 z = _plane_depth(dzdx, dzdy, z0, fx, fy)
-                                covered_pp[gy, np.uint64(x0t + bx0)] += 1
+                                covered_pp[gy, x0u + tx_] += 1
                                 if _cmp(depth_func, z, tdepth[ty_, tx_]):
                                     tdepth[ty_, tx_] = z
                                     towner[ty_, tx_] = t
@@ -519,7 +519,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                 r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                            e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                            u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
-                                shaded_pp[gy, np.uint64(x0t + bx0)] += 1
+                                shaded_pp[gy, x0u + tx_] += 1
                                 _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
                         continue
                     for jj in range(lo, hi + 1):
@@ -528,8 +528,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         px1 = min(bx0 + b, tw)
                         ty_ = np.uint64(by0)
                         tx_ = np.uint64(bx0)
-                        gyu = np.uint64(y0t + by0)
-                        gxu = np.uint64(x0t + bx0)
+                        gyu = y0u + ty_
+                        gxu = x0u + tx_
                         fx = np.float32((sxg + step * jj) / 256.0)
                         z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                         if count:
