@@ -6,7 +6,8 @@ Signature (as in .notes/PIPELINE.md, with additive keyword arguments marked *)::
                  hsr_pass=False, record_occlusion=False, record_prim_visibility=False,
                  previous_colour=None, previous_depth=None*, depth_func="less"*,
                  clear_colour=(0, 0, 0)*, clear_depth=1.0*, record_writer=False*,
-                 tie_break="none"*, parallel=None*, setup=None*, reuse=None*) -> RasterResult
+                 tie_break="none"*, parallel=None*, setup=None*, reuse=None*,
+                 owe_colours=True*) -> RasterResult
 
 ``RasterResult``: ``colour`` uint8 (H, W, 3), ``depth`` float32 (H, W), ``shaded`` / ``covered``
 int32 (H, W) per-pixel fragment counts, ``tile_counters`` int64 (n_tiles, len(COUNTER_NAMES))
@@ -74,6 +75,10 @@ Options:
   ``record_occlusion`` included (per-chunk tables, see above). Default: parallel unless the
   environment variable ``MESHOPT_BATCH_RASTER_THREADS=1``.
 * ``setup``: a cached :func:`setup_triangles` of the frame (it depends on the frame only).
+* ``owe_colours``: with it (the default), where overwrites are frequent a replacing fragment's
+  colour is computed only if nothing replaces it before the colour is read (see
+  :mod:`pipeline_model.raster_kernel`); every output is the same bits without it, which
+  shades each fragment when it passes (the reference the tests compare against).
 * ``reuse``: an earlier result of this frame rendered with the same options except ``order``,
   ``skip``, ``rate`` and the previous buffers (checked; ``ValueError`` otherwise, and always
   with ``record_occlusion``). Every tile both renders draw, at the same rate and from the same
@@ -222,7 +227,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                  clear_depth: float = 1.0, record_writer: bool = False,
                  tie_break: str = "none", parallel: bool | None = None,
                  setup: TriangleSetup | None = None,
-                 reuse: RasterResult | None = None) -> RasterResult:
+                 reuse: RasterResult | None = None, owe_colours: bool = True) -> RasterResult:
     """Render one frame tile by tile (see the module docstring for every option)."""
     W, H, T = frame.width, frame.height, tiles.tile
     if (tiles.width, tiles.height) != (W, H):
@@ -315,7 +320,7 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
             off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass),
             bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
-            tie_break == "program", use_pc, prev_c, use_pd, prev_d,
+            tie_break == "program", bool(owe_colours), use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
             colour, depth, shaded, covered, counters, cycles)
     if reused is not None and reused.any():

@@ -17,6 +17,15 @@ plane).  Per fragment:
 * Every fragment that passes is shaded (``pipeline_model.shading``, perspective-correct uv from
   ``inv_w``) and written; ``blend`` draws are composited "alpha over" with the draw's alpha. The
   tile colour buffer is float64 and rounded to 8 bits per channel at flush.
+* Owed colours.  Every fragment that passes is counted as shaded, but where overwrites are
+  frequent a replacing (non-blended) write at full rate only notes the triangle the pixel now
+  owes its colour to.  The colour is computed when something reads it (a blend or any other
+  colour write of the tile, or the flush) from the triangle's record at that pixel, with the
+  same arithmetic and so the same bits; fragments overwritten before then are never computed.
+  A triangle's writes are owed when its box covers :data:`LAZY_MIN_PIXELS` or more of the tile
+  and more than one in :data:`LAZY_OVERWRITE_RATIO` of the fragments shaded so far in this tile
+  and the previous one replaced a depth write; elsewhere paying a colour later costs more than
+  it saves.  City-unordered shades 3.4 fragments per shaded pixel; statues 1.1.
 
 The full-rate, plain-depth-test case has its own specialised loop (the common case), and so
 have DR's two passes at full rate; the general loop handles superfragments (DSR's rates), the
@@ -60,6 +69,15 @@ F_TEST, F_WRITE, F_BLEND = 1, 2, 4
 
 #: Entries ahead in a tile's list whose triangle record is prefetched.
 PREFETCH_AHEAD = 6
+
+#: Smallest box (pixels of a tile) whose replacing full-rate writes leave colours owed;
+#: smaller triangles are shaded at once (paying a colour later reads their record again).
+LAZY_MIN_PIXELS = 16
+
+#: Owed colours only where more than one in LAZY_OVERWRITE_RATIO of the fragments shaded in
+#: the tile so far and in the previous tile replaced an earlier depth write (where that is
+#: rare, paying a colour later costs more than it saves).
+LAZY_OVERWRITE_RATIO = 2
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -153,6 +171,74 @@ def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
         occ_count[oc, oa, ob] += 1
 
 
+@numba.njit(cache=True, nogil=True)
+def _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams):
+    """Compute the colours a tile still owes (``towed``: the triangle record whose full-rate
+    fragment last replaced the pixel, or -1) and clear the debts.
+
+    Each pixel's edge values are the int64 sums a span computes (``e_k + sa_k * jj`` at the
+    pixel's sample), and the attributes and draw parameters are the record's and the draw's,
+    so the bits equal shading the fragment when it passed.  A row is paid in runs of pixels
+    owing to one triangle, its record read once per run.
+    """
+    f32 = np.float32
+    for yy in range(th):
+        sy = 256 * (np.int64(H) - np.int64(y0u) - yy) - 256
+        xx = 0
+        while xx < tw:
+            t = towed[yy, xx]
+            if t < 0:
+                xx += 1
+                continue
+            xe = xx + 1
+            while xe < tw and towed[yy, xe] == t:
+                xe += 1
+            tu = np.uint64(t)
+            flags_t = rec[tu, R_FLAGS]
+            d = np.uint64(flags_t >> DRAW_SHIFT)
+            kind = dkind[d]
+            colp = (np.float64(f32(dparams[d, 0])), np.float64(f32(dparams[d, 1])),
+                    np.float64(f32(dparams[d, 2])), np.float64(f32(dparams[d, 3])),
+                    np.float64(f32(dparams[d, 4])), np.float64(f32(dparams[d, 5])),
+                    np.float64(f32(dparams[d, 6])), np.float64(f32(dparams[d, 7])))
+            const_colour = kind == 0 and f32(dparams[d, 7]) <= 0
+            A0 = np.int64(rec[tu, R_AB])
+            A1 = np.int64(rec[tu, R_AB + 2])
+            A2 = np.int64(rec[tu, R_AB + 4])
+            sx = 256 * (np.int64(x0u) + xx)
+            e0 = A0 * sx + np.int64(rec[tu, R_AB + 1]) * sy + rec64[tu, R_C64]
+            e1 = A1 * sx + np.int64(rec[tu, R_AB + 3]) * sy + rec64[tu, R_C64 + 1]
+            e2 = A2 * sx + np.int64(rec[tu, R_AB + 5]) * sy + rec64[tu, R_C64 + 2]
+            bi0 = np.int64(flags_t & 1)
+            bi1 = np.int64((flags_t >> 1) & 1)
+            bi2 = np.int64((flags_t >> 2) & 1)
+            u0 = np.float64(recf[tu, R_ATTR])
+            u1 = np.float64(recf[tu, R_ATTR + 4])
+            u2 = np.float64(recf[tu, R_ATTR + 8])
+            v0 = np.float64(recf[tu, R_ATTR + 1])
+            v1 = np.float64(recf[tu, R_ATTR + 5])
+            v2 = np.float64(recf[tu, R_ATTR + 9])
+            sh0 = np.float64(recf[tu, R_ATTR + 2])
+            sh1 = np.float64(recf[tu, R_ATTR + 6])
+            sh2 = np.float64(recf[tu, R_ATTR + 10])
+            w0 = np.float64(recf[tu, R_ATTR + 3])
+            w1 = np.float64(recf[tu, R_ATTR + 7])
+            w2 = np.float64(recf[tu, R_ATTR + 11])
+            sa0 = 256 * A0
+            sa1 = 256 * A1
+            sa2 = 256 * A2
+            for jj in range(xe - xx):
+                r, g, bb = _fragment_colour(const_colour, kind, colp, np.int64(jj),
+                                           e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                           u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                x = np.uint64(xx + jj)
+                tcol[yy, x, 0] = r
+                tcol[yy, x, 1] = g
+                tcol[yy, x, 2] = bb
+                towed[yy, x] = -1
+            xx = xe
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
     """Write a shaded fragment into the tile's colour buffer: blended over what is there, or
@@ -174,7 +260,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                  offsets, tri, row_order,
                  skip, rate, use_prefill, prefill, hsr,
                  rec_occ, occ_first, occ_count, seq, n_chunks,
-                 rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog,
+                 rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog, owe,
                  use_prev_c, prev_c, use_prev_d, prev_d,
                  depth_func, clear_depth, clear_col,
                  colour, depth, shaded_pp, covered_pp, counters, cycles):
@@ -188,7 +274,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     sequence in which tile rows are split into chunks; the technique inputs (``skip`` as int8
     per tile: 0 drawn, 1 skipped, 2 left alone for a copy from another render; rate, depth
     prefill, DR pass); the records (occlusion tables per chunk, per-entry
-    visibility and depth range, writer entry, program-order tie-break); the previous frame's
+    visibility and depth range, writer entry, program-order tie-break); whether colours may be
+    owed; the previous frame's
     buffers; the depth function code and clear values; the outputs, filled in place.
     """
     colour_rows = colour.reshape(H, 3 * W)
@@ -212,7 +299,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         tclaim = np.zeros((T, T), np.bool_)
         twriter = np.empty((T, T), np.int32)
         twtri = np.empty((T, T), np.int32)
+        towed = np.full((T, T), -1, np.int32)  # every tile leaves it so (its debts are paid at flush)
         p = np.empty(8, np.float32)
+        over_prev = 0  # the chunk's previous tile: fragments that replaced a depth write, shaded
+        shade_prev = 0
         for ti_ in range((r1 - r0) * tiles_x):
             ty = np.int64(row_order[r0 + ti_ // tiles_x])
             tx = ti_ % tiles_x
@@ -279,6 +369,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
             n_shade_t = 0
             n_blend_t = 0
             cyc_t = 0.0
+            owes = False
+            n_over_t = 0
             # pass 0: HSR depth-only pass over WOZ opaque triangles (DR); pass 1: the render pass
             n_entries = s1 - s0
             for q in range(2 * n_entries if hsr else n_entries):
@@ -335,6 +427,18 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 i1 = min(nby - 1, (rec[tu, R_BOX + 3] - base_y) // step)
                 if j0 > j1 or i0 > i1:
                     continue
+                # a replacing full-rate write of a triangle whose box in the tile has
+                # LAZY_MIN_PIXELS or more leaves the colour owed (module docstring); the other
+                # replacing writes of the fast loops clear a pixel's debt, and any other colour
+                # write first has the tile's debts paid
+                replacing = fast and not blend
+                lazy = (owe and replacing and (j1 - j0 + 1) * (i1 - i0 + 1) >= LAZY_MIN_PIXELS
+                        and LAZY_OVERWRITE_RATIO * (n_over_t + over_prev) > n_shade_t + shade_prev)
+                if lazy:
+                    owes = True
+                elif owes and shade_pass and not replacing:
+                    _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams)
+                    owes = False
                 A0 = np.int64(rec[tu, R_AB])
                 B0 = np.int64(rec[tu, R_AB + 1])
                 C0 = rec64[tu, R_C64]
@@ -379,6 +483,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 n_rast = 0
                 n_kill = 0
                 n_shade = 0
+                n_over = 0
                 for i in range(i0, i1 + 1):
                     by0 = i * b  # tile-local block origin
                     # gallium sample coords (x right, y up; pixel centres on integers)
@@ -432,19 +537,26 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             fx = np.float32(x0t + bx0)
                             z = _plane_depth(dzdx, dzdy, z0, fx, fy)
                             covered_pp[gy, gx] += 1
-                            if not z < tdepth[ty_, tx_]:
+                            stored = tdepth[ty_, tx_]
+                            if not z < stored:
                                 n_kill += 1
                                 continue
+                            n_over += stored != clear_depth
                             if dwrite:
                                 tdepth[ty_, tx_] = z
                                 twtri[ty_, tx_] = t
-                            r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
-                                                       e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
-                                                       u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                             shaded_pp[gy, gx] += 1
-                            tcol[ty_, tx_, 0] = r
-                            tcol[ty_, tx_, 1] = g
-                            tcol[ty_, tx_, 2] = bb
+                            if lazy:
+                                towed[ty_, tx_] = t
+                            else:
+                                r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                           e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                           u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                                tcol[ty_, tx_, 0] = r
+                                tcol[ty_, tx_, 1] = g
+                                tcol[ty_, tx_, 2] = bb
+                                if owes:
+                                    towed[ty_, tx_] = -1
                             twriter[ty_, tx_] = en
                         n_rast += hi + 1 - lo
                         n_shade = n_rast - n_kill
@@ -483,13 +595,20 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                 if not passed:
                                     n_kill += 1
                                     continue
+                                n_over += stored != clear_depth
                             if rec_vis:
                                 vis[en] = 1
                             n_shade += 1
+                            shaded_pp[gy, gx] += 1
+                            if lazy:
+                                towed[ty_, tx_] = t
+                                twriter[ty_, tx_] = en
+                                continue
+                            if replacing and owes:
+                                towed[ty_, tx_] = -1
                             r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                        e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
                                                        u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
-                            shaded_pp[gy, gx] += 1
                             _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
                         continue
                     if hsr_plain:
@@ -617,12 +736,15 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                     n_hsr_t += n_rast
                 n_kill_t += n_kill
                 n_shade_t += n_shade
+                n_over_t += n_over
                 if blend:
                     n_blend_t += n_shade
                 if kind >= 1 and kind <= 3:
                     n_tex_t += n_shade
                 cyc_t += cost * n_shade
-            # flush
+            # flush, the colours still owed first
+            if owes:
+                _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams)
             for yy in range(th):
                 gyu = y0u + np.uint64(yy)
                 for xx in range(tw):
@@ -634,6 +756,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 for k_ in range(3 * tw):
                     v = min(max(tcol_rows[yy, k_], 0.0), 1.0)
                     colour_rows[gyu, np.uint64(3) * x0u + np.uint64(k_)] = np.uint8(np.int64(v * 255.0 + 0.5))
+            over_prev = n_over_t
+            shade_prev = n_shade_t
             counters[ti, 0] = n_rast_t
             counters[ti, 1] = n_kill_t
             counters[ti, 2] = n_shade_t

@@ -346,6 +346,54 @@ def test_dr_oracle_baseline_same_image():
     assert dr.shaded.max() <= base.shaded.max()
 
 
+def _layers(seed, w=203, h=117, n=90, blend_every=0):
+    """Large overlapping quads, one draw each, in random depth order (heavy overdraw), every
+    colour kind lit and unlit; every ``blend_every``-th draw blended, one draw NWOZ."""
+    rng = np.random.default_rng(seed)
+    lo = rng.uniform([-20, -20], [w - 10, h - 10], size=(n, 2))
+    size = rng.uniform(30, 120, size=(n, 2))
+    xy = np.concatenate([quad(x0, y0, x0 + sx, y0 + sy) for (x0, y0), (sx, sy) in zip(lo, size, strict=True)])
+    z = np.repeat(rng.uniform(0.05, 0.95, size=(n, 3)), 2, axis=0).astype(np.float32)
+    draws = np.arange(n)
+    params = np.concatenate([rng.uniform(0, 1, size=(n, 6)), rng.uniform(1, 9, size=(n, 1)),
+                             (draws % 2)[:, None]], axis=1)
+    blend = (draws % blend_every == blend_every - 1) if blend_every else np.zeros(n, bool)
+    return FrameGeometry.from_screen_triangles(
+        xy, z, draw=np.repeat(draws, 2), width=w, height=h, colour_kind=draws % 5,
+        colour_params=params, blend=blend, depth_write=draws != 7, alpha=0.55,
+        inv_w=rng.uniform(0.3, 2, size=(2 * n, 3)), uv=rng.uniform(0, 3, size=(2 * n, 3, 2)),
+        shade=rng.uniform(0, 1, size=(2 * n, 3)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("blend_every", [0, 4])
+def test_owed_colours_equal_colours_shaded_at_once(seed, blend_every):
+    """Under heavy overdraw replacing writes leave colours owed (paid at a blend or the flush):
+    every output equals shading each fragment when it passes (``owe_colours=False``), for the
+    baseline and the recording passes, serial and parallel; without blends between them the
+    oracle and DR (which shade each kept opaque fragment at once) give the same image."""
+    f = _layers(seed, blend_every=blend_every)
+    base, tiles = render(f)
+    assert base.shaded.sum() > 2 * np.count_nonzero(base.shaded)  # overdraw: colours are owed
+    outputs = ("colour", "depth", "shaded", "covered", "tile_counters", "shader_cycles")
+    for options in ({}, {"record_prim_visibility": True, "record_writer": True, "tie_break": "program"},
+                    {"record_occlusion": True}):
+        owed = render_frame(f, tiles, **options)
+        for kw in ({"parallel": False}, {"owe_colours": False}, {"owe_colours": False, "parallel": False}):
+            at_once = render_frame(f, tiles, **options, **kw)
+            for name in outputs:
+                assert np.array_equal(getattr(owed, name), getattr(at_once, name)), (options, kw, name)
+            if options:
+                assert np.array_equal(owed.writer_entry if "record_writer" in options else owed.occlusion_pairs,
+                                      at_once.writer_entry if "record_writer" in options
+                                      else at_once.occlusion_pairs)
+    assert base.totals()["fragments_shaded"] == base.shaded.sum()
+    if not blend_every:
+        for r in (render_frame(f, tiles, depth_prefill=base.depth), render_frame(f, tiles, hsr_pass=True)):
+            assert np.array_equal(r.colour, base.colour)
+            assert r.totals()["fragments_shaded"] < base.totals()["fragments_shaded"]
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("depth_func", ["less", "lequal", "greater"])
 def test_dr_full_rate_loops_equal_the_general_loop(seed, depth_func):
