@@ -311,38 +311,35 @@ def _forsyth(tris, offsets, adj, pos, table, boost_scale, boost_power, heavy_val
 
         # LRU update: t's vertices to the front, then the old order.  Only vertices with
         # live triangles are listed, each with its place in the whole LRU (finished vertices
-        # still hold places: a listed vertex moves back by the vertices put in front of it)
+        # still hold places: a listed vertex moves back by the vertices put in front of it).
+        # In the same pass, in the new order, re-score each listed vertex and the triangles
+        # that use it, and collect the triangles of cached vertices (candidates).
         nxt = np.uintp(1) - cur
         m = 0
-        for q in range(nv):
-            v = a if q == 0 else (x1 if q == 1 else x2)
-            if live[np.uintp(v)] > 0:
-                lru[nxt, np.uintp(m)] = v
-                lru_pos[nxt, np.uintp(m)] = q
-                m += 1
-        in_front = 0  # vertices of t met so far in the old order
-        for i in range(cache_n):
-            u = lru[cur, np.uintp(i)]
-            if u == a or u == x1 or u == x2:
-                in_front += 1
-            else:
-                lru[nxt, np.uintp(m)] = u
-                lru_pos[nxt, np.uintp(m)] = nv + lru_pos[cur, np.uintp(i)] - in_front
-                m += 1
-        cur = nxt
-
-        # re-score the vertices whose cache position or valence may have changed and the
-        # triangles that use them; collect the triangles of cached vertices (candidates)
         n_cand = 0
-        cache_n = m
-        for i in range(m):
-            v = lru[cur, np.uintp(i)]
+        first_out = -1
+        in_front = 0  # vertices of t met so far in the old order
+        for k in range(nv + cache_n):
+            if k < nv:
+                v = a if k == 0 else (x1 if k == 1 else x2)
+                if live[np.uintp(v)] == 0:
+                    continue
+                p = k
+            else:
+                i = np.uintp(k - nv)
+                v = lru[cur, i]
+                if v == a or v == x1 or v == x2:
+                    in_front += 1
+                    continue
+                p = nv + lru_pos[cur, i] - in_front
+            lru[nxt, np.uintp(m)] = v
+            lru_pos[nxt, np.uintp(m)] = p
             uv = np.uintp(v)
             n = live[uv]
-            p = lru_pos[cur, np.uintp(i)]
             cached = p < cache_size
-            if not cached and cache_n == m:
-                cache_n = i
+            if not cached and first_out < 0:
+                first_out = m
+            m += 1
             s = _score(table, p if cached else -1, n, boost_scale, boost_power)
             diff = s - vscore[uv]
             vscore[uv] = s
@@ -367,6 +364,8 @@ def _forsyth(tris, offsets, adj, pos, table, boost_scale, boost_power, heavy_val
                 dirty[v] = True
                 dirty_list[n_dirty] = v
                 n_dirty += 1
+        cur = nxt
+        cache_n = m if first_out < 0 else first_out
 
         # next: the best triangle that uses a cached vertex (ties: lowest index)
         best = -1
