@@ -172,6 +172,30 @@ def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
 
 
 @numba.njit(cache=True, nogil=True)
+def _draw_colour(dkind, dparams, d):
+    """Draw ``d``'s colour kind, whether its colour is flat (kind 0, unlit) and its colour
+    parameters ``(r0, g0, b0, r1, g1, b1, f, flags)`` as float64 (from their float32 values)."""
+    f32 = np.float32
+    kind = dkind[d]
+    colp = (np.float64(f32(dparams[d, 0])), np.float64(f32(dparams[d, 1])),
+            np.float64(f32(dparams[d, 2])), np.float64(f32(dparams[d, 3])),
+            np.float64(f32(dparams[d, 4])), np.float64(f32(dparams[d, 5])),
+            np.float64(f32(dparams[d, 6])), np.float64(f32(dparams[d, 7])))
+    return kind, kind == 0 and f32(dparams[d, 7]) <= 0, colp
+
+
+@numba.njit(cache=True, nogil=True)
+def _vertex_attributes(recf, tu):
+    """Triangle record ``tu``'s interpolated inputs as float64: u, v, light and ``1/w`` of its
+    three vertices (each a triple)."""
+    u = (np.float64(recf[tu, R_ATTR]), np.float64(recf[tu, R_ATTR + 4]), np.float64(recf[tu, R_ATTR + 8]))
+    v = (np.float64(recf[tu, R_ATTR + 1]), np.float64(recf[tu, R_ATTR + 5]), np.float64(recf[tu, R_ATTR + 9]))
+    sh = (np.float64(recf[tu, R_ATTR + 2]), np.float64(recf[tu, R_ATTR + 6]), np.float64(recf[tu, R_ATTR + 10]))
+    w = (np.float64(recf[tu, R_ATTR + 3]), np.float64(recf[tu, R_ATTR + 7]), np.float64(recf[tu, R_ATTR + 11]))
+    return u, v, sh, w
+
+
+@numba.njit(cache=True, nogil=True)
 def _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams):
     """Compute the colours a tile still owes (``towed``: the triangle record whose full-rate
     fragment last replaced the pixel, or -1) and clear the debts.
@@ -181,7 +205,6 @@ def _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams
     so the bits equal shading the fragment when it passed.  A row is paid in runs of pixels
     owing to one triangle, its record read once per run.
     """
-    f32 = np.float32
     for yy in range(th):
         sy = 256 * (np.int64(H) - np.int64(y0u) - yy) - 256
         xx = 0
@@ -195,13 +218,7 @@ def _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams
                 xe += 1
             tu = np.uint64(t)
             flags_t = rec[tu, R_FLAGS]
-            d = np.uint64(flags_t >> DRAW_SHIFT)
-            kind = dkind[d]
-            colp = (np.float64(f32(dparams[d, 0])), np.float64(f32(dparams[d, 1])),
-                    np.float64(f32(dparams[d, 2])), np.float64(f32(dparams[d, 3])),
-                    np.float64(f32(dparams[d, 4])), np.float64(f32(dparams[d, 5])),
-                    np.float64(f32(dparams[d, 6])), np.float64(f32(dparams[d, 7])))
-            const_colour = kind == 0 and f32(dparams[d, 7]) <= 0
+            kind, const_colour, colp = _draw_colour(dkind, dparams, np.uint64(flags_t >> DRAW_SHIFT))
             A0 = np.int64(rec[tu, R_AB])
             A1 = np.int64(rec[tu, R_AB + 2])
             A2 = np.int64(rec[tu, R_AB + 4])
@@ -212,18 +229,7 @@ def _pay_owed(tcol, towed, th, tw, x0u, y0u, H, rec, rec64, recf, dkind, dparams
             bi0 = np.int64(flags_t & 1)
             bi1 = np.int64((flags_t >> 1) & 1)
             bi2 = np.int64((flags_t >> 2) & 1)
-            u0 = np.float64(recf[tu, R_ATTR])
-            u1 = np.float64(recf[tu, R_ATTR + 4])
-            u2 = np.float64(recf[tu, R_ATTR + 8])
-            v0 = np.float64(recf[tu, R_ATTR + 1])
-            v1 = np.float64(recf[tu, R_ATTR + 5])
-            v2 = np.float64(recf[tu, R_ATTR + 9])
-            sh0 = np.float64(recf[tu, R_ATTR + 2])
-            sh1 = np.float64(recf[tu, R_ATTR + 6])
-            sh2 = np.float64(recf[tu, R_ATTR + 10])
-            w0 = np.float64(recf[tu, R_ATTR + 3])
-            w1 = np.float64(recf[tu, R_ATTR + 7])
-            w2 = np.float64(recf[tu, R_ATTR + 11])
+            (u0, u1, u2), (v0, v1, v2), (sh0, sh1, sh2), (w0, w1, w2) = _vertex_attributes(recf, tu)
             sa0 = 256 * A0
             sa1 = 256 * A1
             sa2 = 256 * A2
@@ -300,7 +306,6 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
         twriter = np.empty((T, T), np.int32)
         twtri = np.empty((T, T), np.int32)
         towed = np.full((T, T), -1, np.int32)  # every tile leaves it so (its debts are paid at flush)
-        p = np.empty(8, np.float32)
         over_prev = 0  # the chunk's previous tile: fragments that replaced a depth write, shaded
         shade_prev = 0
         for ti_ in range((r1 - r0) * tiles_x):
@@ -458,28 +463,12 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 dzdy = recf[tu, R_PLANE + 1]
                 z0 = recf[tu, R_PLANE + 2]
                 Hf = H * 256
-                kind = dkind[d]
                 alpha = np.float64(dalpha[d])
                 beta = 1.0 - alpha
                 cost = np.float64(dcost[d])
                 # per-draw colour parameters as float64 scalars; flat colour hoisted out of the fragment loop
-                for k in range(8):
-                    p[k] = dparams[d, k]
-                const_colour = kind == 0 and p[7] <= 0
-                colp = (np.float64(p[0]), np.float64(p[1]), np.float64(p[2]), np.float64(p[3]),
-                        np.float64(p[4]), np.float64(p[5]), np.float64(p[6]), np.float64(p[7]))
-                u0 = np.float64(recf[tu, R_ATTR])
-                u1 = np.float64(recf[tu, R_ATTR + 4])
-                u2 = np.float64(recf[tu, R_ATTR + 8])
-                v0 = np.float64(recf[tu, R_ATTR + 1])
-                v1 = np.float64(recf[tu, R_ATTR + 5])
-                v2 = np.float64(recf[tu, R_ATTR + 9])
-                sh0 = np.float64(recf[tu, R_ATTR + 2])
-                sh1 = np.float64(recf[tu, R_ATTR + 6])
-                sh2 = np.float64(recf[tu, R_ATTR + 10])
-                w0 = np.float64(recf[tu, R_ATTR + 3])
-                w1 = np.float64(recf[tu, R_ATTR + 7])
-                w2 = np.float64(recf[tu, R_ATTR + 11])
+                kind, const_colour, colp = _draw_colour(dkind, dparams, d)
+                (u0, u1, u2), (v0, v1, v2), (sh0, sh1, sh2), (w0, w1, w2) = _vertex_attributes(recf, tu)
                 n_rast = 0
                 n_kill = 0
                 n_shade = 0
