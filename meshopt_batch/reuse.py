@@ -81,7 +81,7 @@ def new_memory(profile: Profile, vertex_count: int):
 
 # Memory modules for the batch optimizer.  Every kind has
 # lookup(size, scalars, per_vertex, table, v, p) -> bool and touch(size, scalars, per_vertex,
-# table, v, p, hit); the optimizer selects them by kind code (batch_fit.mem_lookup).
+# table, v, p, hit); the optimizer selects them by kind code (optimizers.batch.fit.mem_lookup).
 
 @njit(cache=True)
 def lookback_lookup(size, scalars, per_vertex, table, v, p):

@@ -15,8 +15,8 @@ import meshes
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.optimizers import optimize
 from meshopt_batch.optimizers.batch import DEFAULT_COEFFICIENTS, NO_DISTANCE_COEFFICIENTS, optimize_batch
-from meshopt_batch.optimizers.boundary16 import fix_16bit_boundaries, mixed_batches
-from meshopt_batch.optimizers.fibheap_reference import FibQueue
+from meshopt_batch.optimizers.batch.boundary16 import fix_16bit_boundaries, mixed_batches
+from meshopt_batch.optimizers.batch.fibheap_reference import FibQueue
 from meshopt_batch.reuse import predict
 
 

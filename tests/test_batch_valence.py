@@ -18,7 +18,7 @@ import pytest
 
 import meshes
 from meshopt_batch.optimizers.batch import optimize_batch
-from meshopt_batch.optimizers.batch_state import HEAVY_VALENCE
+from meshopt_batch.optimizers.batch.state import HEAVY_VALENCE
 from meshopt_batch.reuse import predict
 
 

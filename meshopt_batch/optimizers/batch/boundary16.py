@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..profiles import Profile, get_profile
-from ..reuse import as_index_array, predict
-from .renumber import renumber_first_use
+from ...profiles import Profile, get_profile
+from ...reuse import as_index_array, predict
+from ..renumber import renumber_first_use
 
 __all__ = ["fix_16bit_boundaries", "mixed_batches"]
 

@@ -42,8 +42,8 @@ recently changed triangle comes first, which keeps batches local).  Because keys
   integers (eq. 2's are).
 
 Both drivers call the same compiled step functions
-(:func:`~.batch_select.select_triangle`, :func:`~.batch_steps.emit_triangle`,
-:func:`~.batch_steps.close_batch`); a step produces the list of priority changes
+(:func:`~.select.select_triangle`, :func:`~.steps.emit_triangle`,
+:func:`~.steps.close_batch`); a step produces the list of priority changes
 ``(face, delta)`` (one merged change per face, in order of first touch) which the driver
 applies to its queue.
 
@@ -84,7 +84,7 @@ Beyond the paper (on by default, off with ``lookahead=False, fill_small=False``)
   start below every large one (priority ``- k_r / 2``), and when a started batch has nothing
   left to reuse, the largest untouched small component that still fits in it is started
   instead of the top: leaf cards fill the ends of batches instead of cutting into branches.
-* A vertex shared by more than :data:`~.batch_state.HEAVY_VALENCE` (1024) triangles -- the
+* A vertex shared by more than :data:`~.state.HEAVY_VALENCE` (1024) triangles -- the
   centre of a large fan, a pole -- takes no part in eq. 1: it adds nothing to ``R``, ``V``,
   ``N``, the ``D`` one-ring or the lookahead's count of its faces, and an edge between two
   such vertices is not in the dual graph.  Every priority update around it would otherwise
@@ -104,14 +104,14 @@ The optimizer is split along its seams (each a place to look when optimising its
   :class:`~meshopt_batch.optimizers.result.OptimizeResult`), coefficients and options, and the
   work after the order is found (first-use numbering and the 16-bit boundary fix,
   direct-mapped renumbering, the final prediction);
-* :mod:`.batch_state`: the set-up of one run (:class:`~.batch_state.BatchState`);
-* :mod:`.batch_queue`: the compiled driver loop on the exact bucket queue;
+* :mod:`.state`: the set-up of one run (:class:`~.state.BatchState`);
+* :mod:`.queue`: the compiled driver loop on the exact bucket queue;
   :mod:`.fibheap_reference`: the same loop in Python on a Fibonacci heap;
-* :mod:`.batch_select`: which triangle to emit (the top, ``lookahead``, ``fill_small``);
-* :mod:`.batch_fit`: whether a triangle fits in the current batch, and in which rotation;
-* :mod:`.batch_steps`: the priority updates of emitting a triangle and closing a batch;
-* :mod:`.batch_topology`: the corner lists, the dual graph and the components, in int32;
-* :mod:`.batch_layout`: the slots of the flat arrays these compiled parts share (one 32-byte
+* :mod:`.select`: which triangle to emit (the top, ``lookahead``, ``fill_small``);
+* :mod:`.fit`: whether a triangle fits in the current batch, and in which rotation;
+* :mod:`.steps`: the priority updates of emitting a triangle and closing a batch;
+* :mod:`.topology`: the corner lists, the dual graph and the components, in int32;
+* :mod:`.layout`: the slots of the flat arrays these compiled parts share (one 32-byte
   row of int32 per face holds everything a step reads and writes of it).
 
 References
@@ -128,14 +128,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import MeshoptBatchError
-from ..profiles import Profile, get_profile
-from ..reuse import as_index_array, predict
-from .batch_state import BatchState
+from ...errors import MeshoptBatchError
+from ...profiles import Profile, get_profile
+from ...reuse import as_index_array, predict
+from ..renumber import renumber_for_direct_cache
+from ..result import OptimizeResult
 from .boundary16 import fix_16bit_boundaries
 from .fibheap_reference import run_reference
-from .renumber import renumber_for_direct_cache
-from .result import OptimizeResult
+from .state import BatchState
 
 __all__ = ["optimize_batch", "DEFAULT_COEFFICIENTS", "NO_DISTANCE_COEFFICIENTS",
            "DEFAULT_OPTIONS"]

@@ -4,11 +4,11 @@ Every priority of eq. 1 (paper 001) is an integer and every change a signed inte
 the queue is one doubly linked list per integer priority (newest at the head) plus a bitmap of
 the non-empty buckets, 64 per word.  Increase-key, decrease-key and delete are O(1); finding
 the top scans the bitmap down from the last top (:func:`_bq_top`).  Its pop order is the key
-order of :mod:`.batch` (priority, then most recent change), i.e. identical to the Fibonacci
+order of :mod:`.optimizer` (priority, then most recent change), i.e. identical to the Fibonacci
 heap of :mod:`.fibheap_reference`, so both drivers give the same triangle order.
 
-:func:`run_fast` is the loop: take the top, ask :func:`~.batch_select.select_triangle` what to
-emit, then either :func:`~.batch_steps.emit_triangle` or :func:`~.batch_steps.close_batch`,
+:func:`run_fast` is the loop: take the top, ask :func:`~.select.select_triangle` what to
+emit, then either :func:`~.steps.emit_triangle` or :func:`~.steps.close_batch`,
 and apply the step's list of priority changes to the queue.  The bucket array grows when a
 priority leaves its range (:func:`_bq_regrow`).
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .batch_layout import B_EMITTED, F_ACC, F_BITS, F_NEXT, F_PREV, F_PRIO, P_KR, ST_NTOUCH, ST_STEP
-from .batch_select import select_triangle
-from .batch_steps import close_batch, emit_triangle
+from .layout import B_EMITTED, F_ACC, F_BITS, F_NEXT, F_PREV, F_PRIO, P_KR, ST_NTOUCH, ST_STEP
+from .select import select_triangle
+from .steps import close_batch, emit_triangle
 
 __all__ = ["run_fast"]
 

@@ -1,9 +1,9 @@
 """Integer layouts shared by the compiled parts of the batch optimizer (paper 001, Algorithm 2).
 
-The step functions (:mod:`.batch_fit`, :mod:`.batch_steps`, :mod:`.batch_select`) and the
-queue drivers (:mod:`.batch_queue`, :mod:`.fibheap_reference`) pass their state around as a
+The step functions (:mod:`.fit`, :mod:`.steps`, :mod:`.select`) and the
+queue drivers (:mod:`.queue`, :mod:`.fibheap_reference`) pass their state around as a
 few flat integer arrays instead of objects, so numba compiles them once and caches them on
-disk.  This module names the slots of those arrays; :class:`~.batch_state.BatchState`
+disk.  This module names the slots of those arrays; :class:`~.state.BatchState`
 allocates and fills them.
 
 ``P`` (int64 parameter vector, set once per run)
@@ -16,7 +16,7 @@ allocates and fills them.
     kind code (:func:`meshopt_batch.reuse.memory_code`); ``P_DCAP``: ``d_cap``;
     ``P_DBALL``: ``d_region="ball"``; ``P_LOOKAHEAD`` / ``P_FILL``: the two options beyond
     the paper; ``P_HEAVY``: the valence above which a vertex takes no part in eq. 1 (see
-    :mod:`.batch`).
+    :mod:`.optimizer`).
 
 ``ST`` (int64 scalar state of the run)
     ``ST_EMITTED``: triangles emitted; ``ST_SIZE`` / ``ST_UNIQ``: indices and shaded vertices
@@ -28,7 +28,7 @@ allocates and fills them.
     ``ST_NCAND``: length of the lookahead's candidate list; ``ST_GSTAMP``: the lookahead's
     stamp; ``ST_REOPEN``: the batch was just closed and may be reopened; ``ST_PREV_SIZE`` /
     ``ST_PREV_UNIQ`` and the memory scalars from ``ST_PREV_SC`` on: the closed batch's state
-    (see :func:`~.batch_select.select_triangle`).
+    (see :func:`~.select.select_triangle`).
 
 ``F[face, field]`` (int32, one 32-byte row per face: what a step reads and writes of a face)
     ``F_PRIO``: priority of eq. 1; ``F_NEXT`` / ``F_PREV``: links of the bucket queue;
@@ -46,7 +46,7 @@ allocates and fills them.
 
 from __future__ import annotations
 
-from ..reuse import S_LEN
+from ...reuse import S_LEN
 
 __all__ = ["N_FLAG", "N_COUNT"]  # and the P_*, ST_*, F_*, B_* slot names below
 

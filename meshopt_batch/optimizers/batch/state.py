@@ -1,7 +1,7 @@
 """Set-up of one batch-optimizer run: every array the compiled steps work on.
 
 :class:`BatchState` turns a profile, the coefficients of eq. 2 and the options of
-:func:`~.batch.optimize_batch` into the flat arrays of :mod:`.batch_layout` (parameter vector
+:func:`~.optimizer.optimize_batch` into the flat arrays of :mod:`.layout` (parameter vector
 ``P``, scalar state ``ST``, per-face work rows ``W``), the memory-module state of
 :mod:`meshopt_batch.reuse`, the vertex -> face and face adjacency tables, the initial
 priorities (``k_v`` times the vertices' valences) and the small components for
@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..profiles import Profile
-from ..reuse import memory_code, new_memory
-from ..topology import vertex_faces
-from ..vertex_fetch import first_use_labels
-from .batch_layout import (
+from ...profiles import Profile
+from ...reuse import memory_code, new_memory
+from ...topology import vertex_faces
+from ...vertex_fetch import first_use_labels
+from .layout import (
     F_PRIO,
     F_ROWS,
     N_COUNT,
@@ -55,14 +55,14 @@ from .batch_layout import (
     ST_LEN,
     ST_STEP,
 )
-from .batch_queue import run_fast
-from .batch_select import select_triangle
-from .batch_steps import close_batch, emit_triangle, take_changes
-from .batch_topology import corner_others, dual_graph, find_components
+from .queue import run_fast
+from .select import select_triangle
+from .steps import close_batch, emit_triangle, take_changes
+from .topology import corner_others, dual_graph, find_components
 
 __all__ = ["BatchState", "HEAVY_VALENCE"]
 
-#: A vertex shared by more faces than this takes no part in eq. 1 (see :mod:`.batch`).
+#: A vertex shared by more faces than this takes no part in eq. 1 (see :mod:`.optimizer`).
 HEAVY_VALENCE = 1024
 
 
@@ -135,11 +135,11 @@ class BatchState:
         Vertex buffer size.
     prof : Profile
         The model the order is optimized for (already the plain model of a ``+16bit`` profile
-        or the look-back stand-in of a direct-mapped one, see :func:`~.batch.optimize_batch`).
+        or the look-back stand-in of a direct-mapped one, see :func:`~.optimizer.optimize_batch`).
     coeffs : dict
         Integer ``k_r, k_v, k_d, k_n`` (eq. 1-2).
     options : dict
-        The full option set of :data:`~.batch.DEFAULT_OPTIONS`.
+        The full option set of :data:`~.optimizer.DEFAULT_OPTIONS`.
     """
 
     def __init__(self, tris, vertex_count, prof: Profile, coeffs: dict, options: dict):
@@ -234,7 +234,7 @@ class BatchState:
         return self._out_f, self._out_d
 
     def select(self, t):
-        """:func:`~.batch_select.select_triangle` for the queue's top ``t``: ``(face, rotation)``,
+        """:func:`~.select.select_triangle` for the queue's top ``t``: ``(face, rotation)``,
         or ``(-1, -1)`` when the batch must close."""
         return _select_step(self.tris, t, self.P, self.ST, self.F, self.scalars, self.pv,
                             self.table, self.snap_sc, self.snap_pv, self.snap_tab, self.voff,
@@ -261,7 +261,7 @@ class BatchState:
 
     # the whole loop, compiled ----------------------------------------------------------------
     def run_fast(self):
-        """Algorithm 2's loop on the compiled bucket queue (:func:`~.batch_queue.run_fast`)."""
+        """Algorithm 2's loop on the compiled bucket queue (:func:`~.queue.run_fast`)."""
         run_fast(self.tris, self.P, self.ST, self.F, self.scalars, self.pv, self.table,
                  self.snap_sc, self.snap_pv, self.snap_tab, self.voff, self.vfaces, self.nbr,
                  self.opp, self.xoff, self.xadj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,

@@ -9,21 +9,21 @@ is added to the faces next to the batch.
 
 A step does not touch the queue.  It accumulates one merged change per face
 (:func:`add_change`) in the face's row and lists the faces in order of first touch; the queue
-driver applies the list in that order and clears it (:mod:`.batch_queue`; the Python reference
+driver applies the list in that order and clears it (:mod:`.queue`; the Python reference
 driver of :mod:`.fibheap_reference` reads it through :func:`take_changes`).  The step also
 keeps the lookahead's candidates listed (faces with exactly two reusable vertices,
 :func:`count_reusable`).
 
-Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.batch`): their
+Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.optimizer`): their
 faces are skipped by every loop here, so each step costs O(1) around them.
 
-The ``D`` term's region and cap are documented choices of :mod:`.batch` (``d_cap``,
+The ``D`` term's region and cap are documented choices of :mod:`.optimizer` (``d_cap``,
 ``d_region``): :func:`_distance_terms_ring` (the one-ring, default) and
 :func:`_distance_terms_ball` (dual-graph ball).
 
 The step functions are compiled without numba's reference counting (``_nrt=False``: they
 allocate nothing), so calling them with some thirty arrays per step costs no atomic
-increments; the driver loop of :mod:`.batch_queue` is compiled the same way.
+increments; the driver loop of :mod:`.queue` is compiled the same way.
 
 References
 ----------
@@ -37,9 +37,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..reuse import KIND_FIFO, KIND_LOOKBACK, KIND_LRU, S_LRU_COUNT, S_MEMORY_START, S_MISSES, mem_new_batch, note_block
-from .batch_fit import mem_lookup, mem_touch, still_reusable
-from .batch_layout import (
+from ...reuse import (
+    KIND_FIFO,
+    KIND_LOOKBACK,
+    KIND_LRU,
+    S_LRU_COUNT,
+    S_MEMORY_START,
+    S_MISSES,
+    mem_new_batch,
+    note_block,
+)
+from .fit import mem_lookup, mem_touch, still_reusable
+from .layout import (
     B_CAND,
     B_DLIST,
     B_EMITTED,

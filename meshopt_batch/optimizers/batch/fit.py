@@ -1,6 +1,6 @@
 """Can a triangle join the current batch?  Algorithm 1 of paper 001 asked about one triangle.
 
-The batch optimizer (:mod:`.batch`) emits a triangle only when the batch predictor says it
+The batch optimizer (:mod:`.optimizer`) emits a triangle only when the batch predictor says it
 fits in the current batch.  :func:`choose_rotation` answers that question for every cyclic
 rotation of the triangle (winding preserved) and returns the one that shades the fewest new
 vertices, or -1 when the triangle would start a new batch.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..reuse import (
+from ...reuse import (
     KIND_FIFO,
     KIND_LOOKBACK,
     KIND_LOOKBACK_DX,
@@ -43,7 +43,7 @@ from ..reuse import (
     lru_touch,
     note_block,
 )
-from .batch_layout import (
+from .layout import (
     P_BOUND16,
     P_KIND,
     P_MAXSIZE,
