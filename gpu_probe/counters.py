@@ -5,6 +5,8 @@ vertex-shader invocations of an indexed triangle draw.  A *counter* provides the
 
 * :func:`gl_counter`: this machine's GPU through OpenGL (:class:`gpu_probe.invocations.Prober`,
   moderngl + EGL; Mesa's llvmpipe without a GPU), the default;
+* :func:`wgpu_counter`: this machine's GPU through WebGPU over Vulkan, Metal or Direct3D 12
+  (:class:`gpu_probe.wgpu_counter.WgpuCounter`; Mesa's lavapipe without a GPU);
 * :class:`FunctionCounter`: any Python function ``FUNCTION(indices, vertex_count)`` taking the
   1-D ``uint32`` index buffer of one triangle-list draw and returning the invocations of every
   vertex (an integer array of length ``vertex_count``): counts from D3D12/Vulkan pipeline
@@ -16,7 +18,9 @@ vertex-shader invocations of an indexed triangle draw.  A *counter* provides the
 the boundary; everything inside takes the counter object.  Every counter has ``info``
 (renderer, vendor, version), ``render_state`` (whether it can draw with other index types,
 raster states and varyings), :meth:`measure_many` (many draws, one call) and :meth:`measure`
-(one draw, a :class:`~gpu_probe.invocations.Measurement`).
+(one draw, a :class:`~gpu_probe.invocations.Measurement`).  :func:`api_counter` picks the GL or
+the WebGPU counter (``probe --api gl|wgpu --adapter NAME``), :func:`renderer_record` names what
+measured.
 """
 
 from __future__ import annotations
@@ -34,10 +38,52 @@ from meshopt_batch.reuse import predict
 
 from .invocations import Measurement, _index_array, prober
 
+#: The graphics APIs a counter can draw through (``probe --api``).
+APIS = ("gl", "wgpu")
+
 
 def gl_counter():
     """This machine's GPU through OpenGL (raises a one-line error without a context)."""
     return prober()
+
+
+def wgpu_counter(adapter: str | None = None):
+    """This machine's GPU through WebGPU (Vulkan, Metal or Direct3D 12): the adapter whose name,
+    backend and driver hold every word of ``adapter`` (None: the best one); raises a one-line
+    error without one."""
+    from .wgpu_counter import wgpu_counter as counter_of  # lazy: wgpu loads only for --api wgpu
+
+    return counter_of(adapter)
+
+
+def api_counter(api: str = "gl", adapter: str | None = None):
+    """The counter of ``api`` (``"gl"`` or ``"wgpu"``); ``adapter`` picks a WebGPU adapter.
+
+    Raises
+    ------
+    MeshoptBatchError
+        One line: an unknown API, an adapter name with ``gl``, or no usable context/adapter.
+    """
+    if api not in APIS:
+        raise MeshoptBatchError(f"--api {api!r}: expected one of {', '.join(APIS)}")
+    if api == "gl":
+        if adapter:
+            raise MeshoptBatchError("--adapter picks a WebGPU adapter: add --api wgpu")
+        return gl_counter()
+    return wgpu_counter(adapter)
+
+
+#: What a renderer record holds beyond renderer, vendor and version, where the counter knows it.
+RECORD_KEYS = ("api", "backend", "adapter", "driver", "wgpu")
+
+
+def renderer_record(info: dict) -> dict:
+    """What measured, from a counter's ``info``: ``renderer``, ``vendor``, ``version`` and, where
+    known, ``api`` (``gl``, ``wgpu`` or ``counter``), ``backend``, ``adapter``, ``driver`` and
+    ``wgpu``."""
+    rec = {k: info[k] for k in ("renderer", "vendor", "version")}
+    rec.update({k: info[k] for k in RECORD_KEYS if k in info})
+    return rec
 
 
 class _CallCounter:
@@ -102,7 +148,8 @@ class FunctionCounter(_CallCounter):
         self.fn = fn
         self.name = name
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-        self.info = {"renderer": name, "vendor": "counter", "version": doc[0] if doc else ""}
+        self.info = {"renderer": name, "vendor": "counter", "version": doc[0] if doc else "",
+                     "api": "counter"}
 
     def counts(self, indices, vertex_count):
         out = self.fn(indices, vertex_count)
@@ -126,7 +173,7 @@ class ModelCounter(_CallCounter):
     def __init__(self, profile):
         self.profile = get_profile(profile)
         self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
-                     "vendor": "meshopt_batch.reuse", "version": "model"}
+                     "vendor": "meshopt_batch.reuse", "version": "model", "api": "counter"}
 
     def counts(self, indices, vertex_count):
         return predict(indices.reshape(-1, 3), vertex_count, profile=self.profile,

@@ -26,10 +26,10 @@ series, the positions where the count steps, and the value it derives.
 ==================  =====================================================================
 
 :func:`run_experiments` runs them in order against a counter (:mod:`gpu_probe.counters`:
-this machine's GPU through OpenGL by default, or any ``FUNCTION(indices, vertex_count)``),
-feeding the ``MAX_SIZE`` found by the staircase into the later ones; ``index_size`` and
-``render_state`` need a counter that can change the index type and render state (OpenGL) and
-are left out otherwise. The suite takes a few seconds on llvmpipe.
+this machine's GPU through OpenGL by default or through WebGPU, or any
+``FUNCTION(indices, vertex_count)``), feeding the ``MAX_SIZE`` found by the staircase into the
+later ones; ``index_size`` and ``render_state`` need a counter that can change the index type and
+render state (OpenGL, WebGPU) and are left out otherwise. The suite takes a few seconds on llvmpipe.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from .counters import gl_counter
+from .counters import RECORD_KEYS, gl_counter, renderer_record
 
 
 @dataclass
@@ -702,7 +702,12 @@ RENDER_STATE_EXPERIMENTS = ("index_size", "render_state")
 
 @dataclass
 class ExperimentSuite:
-    """All experiments of one run, with the driver strings and the date."""
+    """All experiments of one run, with the driver strings and the date.
+
+    ``platform`` names what drew, where the counter knows it (:func:`gpu_probe.counters.renderer_record`):
+    ``api`` (``gl``, ``wgpu``, ``counter``) and, through WebGPU, ``backend``, ``adapter``,
+    ``driver`` and ``wgpu``.
+    """
 
     renderer: str
     vendor: str
@@ -710,6 +715,7 @@ class ExperimentSuite:
     date: str
     experiments: dict
     seconds: float
+    platform: dict = field(default_factory=dict)
 
     def __getitem__(self, name) -> Experiment:
         return self.experiments[name]
@@ -724,7 +730,7 @@ class ExperimentSuite:
     def to_dict(self) -> dict:
         return {
             "renderer": self.renderer, "vendor": self.vendor, "version": self.version,
-            "date": self.date, "seconds": round(self.seconds, 3),
+            **self.platform, "date": self.date, "seconds": round(self.seconds, 3),
             "experiments": {k: v.to_dict() for k, v in self.experiments.items()},
         }
 
@@ -732,7 +738,7 @@ class ExperimentSuite:
     def from_dict(cls, d: dict) -> ExperimentSuite:
         exps = {k: Experiment(**v) for k, v in d["experiments"].items()}
         return cls(d["renderer"], d["vendor"], d["version"], d["date"], exps,
-                   d.get("seconds", 0.0))
+                   d.get("seconds", 0.0), {k: d[k] for k in RECORD_KEYS if k in d})
 
 
 def run_experiments(counter=None, only=None, max_indices: int = 3300,
@@ -783,8 +789,9 @@ def run_experiments(counter=None, only=None, max_indices: int = 3300,
     run("index_size", index_size)
     run("render_state", render_state)
     run("random", random_buffers)
+    rec = renderer_record(counter.info)
     return ExperimentSuite(
-        counter.info["renderer"], counter.info["vendor"], counter.info["version"],
+        rec["renderer"], rec["vendor"], rec["version"],
         datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), out,
-        time.perf_counter() - t0,
+        time.perf_counter() - t0, {k: rec[k] for k in RECORD_KEYS if k in rec},
     )

@@ -225,7 +225,7 @@ class Prober:
 
         self.moderngl = moderngl
         self.ctx = get_context()
-        self.info = gl_info()
+        self.info = {**gl_info(), "api": "gl"}
         self._programs = {}
         self.prog = self.program(0)
         self.fbo = self.ctx.simple_framebuffer((1, 1))
