@@ -9,16 +9,17 @@ Two steps, because gltfpack (npm) and the GPU are often on different machines:
     (``meshopt-batch optimize`` with its defaults) and ``DIR/<asset>/gltfpack/<name>.glb``
     (``gltfpack -noq``, when installed by ``make setup``).
 ``measure DIR [--results RDIR]``
-    On this machine's GPU (:func:`gpu_probe.invocations.measure_invocations`), count the
-    invocations of every triangle draw of every file under ``DIR`` and predict them under
-    ``nvidia_gl`` and ``nvidia_gl+16bit``.  Prints the totals per asset and variant; with
-    ``--results`` writes ``<gpu>_assets_<date>.csv`` (renderer string and date in every row).
+    On this machine's GPU (through OpenGL, or WebGPU with ``--api wgpu [--adapter NAME]``),
+    count the invocations of every triangle draw of every file under ``DIR`` and predict them
+    under ``nvidia_gl`` and ``nvidia_gl+16bit``.  Prints the totals per asset and variant; with
+    ``--results`` writes ``<gpu>_assets_<date>.csv`` (``<gpu>_<backend>_assets_<date>.csv``
+    through WebGPU; renderer string and date in every row).
 
 gltfpack's welding is not always ours (it merges vertices whose attributes it rewrote), so
 compare the variants where the ``vertices`` columns agree.
 
 Run: .venv/bin/python benchmarks/bench_assets_gpu.py prepare DIR
-     .venv/bin/python benchmarks/bench_assets_gpu.py measure DIR --results results
+     .venv/bin/python benchmarks/bench_assets_gpu.py measure DIR --results results [--api wgpu]
 """
 
 from __future__ import annotations
@@ -41,9 +42,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_assets  # noqa: E402
 from bench_probe import _slug  # noqa: E402
 
-from gpu_probe.context import gl_info  # noqa: E402
 from gpu_probe.corpus import load_draws  # noqa: E402
-from gpu_probe.invocations import measure_invocations  # noqa: E402
+from gpu_probe.counters import api_counter, renderer_record  # noqa: E402
 from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.reuse import predict  # noqa: E402
@@ -71,8 +71,8 @@ def prepare(out: Path) -> None:
         print(f"prepared {asset}")
 
 
-def measure(root: Path, results: Path | None) -> None:
-    info = gl_info()
+def measure(root: Path, results: Path | None, counter) -> None:
+    info = renderer_record(counter.info)
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     rows = []
     for path in sorted(root.glob("*/*/*")):
@@ -88,8 +88,9 @@ def measure(root: Path, results: Path | None) -> None:
             continue
         for k, d in enumerate(draws):
             tri = np.asarray(d.triangles)
-            m = measure_invocations(tri, d.vertex_count, d.index_dtype, per_vertex=False)
-            rows.append({"renderer": info["renderer"], "date": date, "asset": asset, "variant": variant,
+            m = counter.measure(tri, d.vertex_count, d.index_dtype, per_vertex=False)
+            rows.append({"renderer": info["renderer"], **{k: info[k] for k in ("backend",) if k in info},
+                         "date": date, "asset": asset, "variant": variant,
                          "file": path.name, "draw": k, "name": d.name, "triangles": len(tri),
                          "vertices": d.vertex_count, "index_type": str(np.dtype(d.index_dtype)),
                          "measured": m.invocations, "counters_agree": m.agree,
@@ -103,7 +104,8 @@ def measure(root: Path, results: Path | None) -> None:
     print(f"nvidia_gl+16bit predicts {exact} of {len(df)} draws exactly")
     if results is not None:
         results.mkdir(parents=True, exist_ok=True)
-        atomic_write(results / f"{_slug(info['renderer'])}_assets_{date}.csv", df.to_csv(index=False))
+        atomic_write(results / f"{_slug(info['renderer'], info.get('backend'))}_assets_{date}.csv",
+                     df.to_csv(index=False))
 
 
 def main(argv=None) -> int:
@@ -113,11 +115,14 @@ def main(argv=None) -> int:
     m = sub.add_parser("measure")
     m.add_argument("dir", type=Path)
     m.add_argument("--results", type=Path, metavar="RDIR")
+    m.add_argument("--api", choices=("gl", "wgpu"), default="gl",
+                   help="draw through OpenGL (default) or WebGPU (Vulkan, Metal, Direct3D 12)")
+    m.add_argument("--adapter", metavar="NAME", help="with --api wgpu: which adapter")
     args = ap.parse_args(argv)
     if args.step == "prepare":
         prepare(args.dir)
     else:
-        measure(args.dir, args.results)
+        measure(args.dir, args.results, api_counter(args.api, args.adapter))
     return 0
 
 

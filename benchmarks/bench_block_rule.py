@@ -14,12 +14,14 @@ built to tell candidate rules apart (:func:`gpu_probe.experiments.block_rule_buf
 It counts every draw's invocations and every referenced vertex's invocations on this machine's
 GPU and prints, per group, how many draws ``nvidia_gl+16bit`` (an index in another block than
 the index before it empties the look-back) and plain ``nvidia_gl`` predict exactly, totals and
-per-vertex counts both.  ``--results DIR`` writes ``<gpu>_block_rule_<seed>_<date>.npz``
-(renderer, GL version, date, seed, per group the totals and the per-vertex counts of each draw's referenced
-vertices in increasing vertex order); the buffers come back from the seed.
+per-vertex counts both.  ``--api wgpu [--adapter NAME]`` draws through WebGPU (Vulkan, Metal,
+Direct3D 12) instead of OpenGL.  ``--results DIR`` writes ``<gpu>_block_rule_<seed>_<date>.npz``
+(``<gpu>_<backend>_...`` through WebGPU; renderer, driver version, date, seed, per group the
+totals and the per-vertex counts of each draw's referenced vertices in increasing vertex order);
+the buffers come back from the seed.
 ``--check FILE`` runs the same comparison on such a file without a GPU.
 
-Run: .venv/bin/python benchmarks/bench_block_rule.py [--seed 8] [--results results]
+Run: .venv/bin/python benchmarks/bench_block_rule.py [--seed 8] [--results results] [--api wgpu]
      .venv/bin/python benchmarks/bench_block_rule.py --check results/nvidia_block_rule_8_2026-11-25.npz
 """
 
@@ -40,16 +42,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench_probe import _slug  # noqa: E402
 
-from gpu_probe.context import gl_info  # noqa: E402
+from gpu_probe.counters import api_counter, renderer_record  # noqa: E402
 from gpu_probe.experiments import block_rule_buffers  # noqa: E402
-from gpu_probe.invocations import prober  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.reuse import predict  # noqa: E402
 
 
-def measure(groups) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
-    """Totals and per-vertex counts (at each draw's referenced vertices) on this GPU."""
-    counter = prober()
+def measure(groups, counter) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
+    """Totals and per-vertex counts (at each draw's referenced vertices) from ``counter``."""
     out = {}
     for name, bufs in groups.items():
         V = max(int(b.max()) for b in bufs) + 1
@@ -59,7 +59,7 @@ def measure(groups) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
             chunk = bufs[i:i + step]
             tot, per, q = counter.measure_many(chunk, V, per_vertex=True, with_query=True)
             if q is not None and not np.array_equal(q, tot):
-                raise SystemExit(f"{name}: the pipeline-statistics query and the SSBO count disagree")
+                raise SystemExit(f"{name}: the pipeline-statistics query and the storage count disagree")
             totals.append(tot)
             per_vertex += [per[j, np.unique(b)] for j, b in enumerate(chunk)]
         out[name] = (np.concatenate(totals), per_vertex)
@@ -120,23 +120,27 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--results", type=Path, metavar="DIR", help="write the measurements into DIR")
     ap.add_argument("--check", type=Path, metavar="FILE", help="compare a results file, no GPU")
+    ap.add_argument("--api", choices=("gl", "wgpu"), default="gl",
+                    help="draw through OpenGL (default) or WebGPU (Vulkan, Metal, Direct3D 12)")
+    ap.add_argument("--adapter", metavar="NAME", help="with --api wgpu: which adapter")
     args = ap.parse_args(argv)
     if args.check:
         renderer, date, seed, measured = load(args.check)
         print(f"{args.check}: {renderer}, {date}, seed {seed}")
         report(compare(block_rule_buffers(seed), measured))
         return 0
-    info = gl_info()
+    counter = api_counter(args.api, args.adapter)
+    info = renderer_record(counter.info)
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     groups = block_rule_buffers(args.seed)
     t0 = time.perf_counter()
-    measured = measure(groups)
+    measured = measure(groups, counter)
     print(f"renderer: {info['renderer']} | {info['version']} | {date}; "
           f"{sum(map(len, groups.values())):,} draws in {time.perf_counter() - t0:.1f} s")
     report(compare(groups, measured))
     if args.results:
         args.results.mkdir(parents=True, exist_ok=True)
-        save(args.results / f"{_slug(info['renderer'])}_block_rule_{args.seed}_{date}.npz",
+        save(args.results / f"{_slug(info['renderer'], info.get('backend'))}_block_rule_{args.seed}_{date}.npz",
              info["renderer"], info["version"], date, args.seed, measured)
     return 0
 

@@ -24,6 +24,11 @@ those of one batch of the fitted profile's Algorithm 1 (as multisets: waves run 
 so their order is not the batches' order).  On a GPU that shades each batch in one wave, every
 wave should equal a batch.
 
+``--api wgpu`` measures through WebGPU (Vulkan, Metal or Direct3D 12; ``--adapter NAME`` picks
+the adapter) instead of OpenGL; the files are then named ``<gpu>_<backend>_*`` (e.g.
+``llvmpipe_vulkan_experiments_<date>.json``) and their records name the API, backend, adapter
+and driver.  ``--waves`` needs OpenGL.
+
 With ``--results DIR`` it also writes the raw results, each with the renderer string and
 the date: ``<gpu>_experiments_<date>.json`` (every experiment draw's measured invocations,
 the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
@@ -31,7 +36,8 @@ the fitted profile and its verification), ``<gpu>_accuracy_<date>.csv`` /
 profile, paper 001 Fig. 2), ``<gpu>_renumber_<date>.json`` and, with ``--optimizers``,
 ``<gpu>_optimizers_<date>.csv`` and, with ``--waves``, ``<gpu>_waves_<date>.csv``.
 
-Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--simulated] [--optimizers] [--waves]
+Run: .venv/bin/python benchmarks/bench_probe.py [--results results] [--api gl|wgpu] [--adapter NAME]
+     [--simulated] [--optimizers] [--waves]
 """
 
 from __future__ import annotations
@@ -53,14 +59,14 @@ sys.path.insert(0, str(ROOT))
 
 from gpu_probe import simulated  # noqa: E402
 from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy  # noqa: E402
-from gpu_probe.context import gl_available, gl_info  # noqa: E402
+from gpu_probe.context import GLUnavailableError  # noqa: E402
 from gpu_probe.corpus import _cache, load_draws, optimize_order, ordered, shared_meshes_dir  # noqa: E402
-from gpu_probe.counters import FunctionCounter, resolve_counter  # noqa: E402
+from gpu_probe.counters import FunctionCounter, api_counter, renderer_record, resolve_counter  # noqa: E402
 from gpu_probe.experiments import run_experiments  # noqa: E402
 from gpu_probe.fit import fit  # noqa: E402
-from gpu_probe.invocations import measure_invocations  # noqa: E402
 from gpu_probe.waves import capture_waves  # noqa: E402
 from meshes import shared_mesh_path  # noqa: E402
+from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.optimizers import get_method, optimize  # noqa: E402
 from meshopt_batch.optimizers.renumber import (  # noqa: E402
@@ -76,9 +82,10 @@ from meshopt_batch_app.commands.probe import probe_mesh  # noqa: E402
 SMALL_MESHES = ("tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.glb")
 
 
-def _slug(renderer: str) -> str:
+def _slug(renderer: str, backend: str | None = None) -> str:
     first = re.split(r"[\s(]", renderer.strip(), maxsplit=1)[0].lower()
-    return re.sub(r"[^a-z0-9]+", "", first) or "gpu"
+    slug = re.sub(r"[^a-z0-9]+", "", first) or "gpu"
+    return f"{slug}_{re.sub(r'[^a-z0-9]+', '', backend.lower())}" if backend else slug
 
 
 def bench_experiments(counter=None):
@@ -109,19 +116,18 @@ def bench_simulated():
               f"{e['draws'] - e['mismatches']:>8}/{e['draws']:<8}{v['cases'] - v['mismatches']:>6}/{v['cases']:<6}")
 
 
-def bench_large(meshes_dir):
+def bench_large(meshes_dir, counter):
     path = meshes_dir / "bunny_sub2.ply" if meshes_dir else None
     if path is None or not path.exists():
         print("large mesh: bunny_sub2.ply not found, skipped")
         return None
     _cache.clear()
     t0 = time.perf_counter()
-    out = probe_mesh(path, [*builtin_profile_names(), "nvidia_gl+16bit"])
+    out = probe_mesh(path, [*builtin_profile_names(), "nvidia_gl+16bit"], counter=counter)
     dt = time.perf_counter() - t0
     d = load_draws(path)[0]
     tri = np.array(d.triangles)
-    best = min(measure_invocations(tri, d.vertex_count, per_vertex=False).seconds
-               for _ in range(3))
+    best = min(counter.measure(tri, d.vertex_count, per_vertex=False).seconds for _ in range(3))
     print(f"probe of {out['triangles']:,} triangles: {dt:.2f} s end to end (budget 30 s: "
           f"{dt / 30:.3f} of it); counting alone {best * 1e3:.0f} ms = "
           f"{tri.size / best / 1e6:.1f} M indices/s; measured ASR {out['measured']['asr']:.4f}")
@@ -129,7 +135,7 @@ def bench_large(meshes_dir):
             "measured": out["measured"], "predictions": out["predictions"]}
 
 
-def bench_renumber(meshes_dir, names=("bunny.ply",)):
+def bench_renumber(meshes_dir, counter, names=("bunny.ply",)):
     rows = []
     if meshes_dir is None:
         print("renumbering: shared meshes not found, skipped")
@@ -146,7 +152,7 @@ def bench_renumber(meshes_dir, names=("bunny.ply",)):
             opt, how = optimize_order(tri, V)
 
             def asr(t, V=V, dtype=d.index_dtype):
-                return measure_invocations(t, V, dtype, per_vertex=False).asr
+                return counter.measure(t, V, dtype, per_vertex=False).asr
 
             fu, _ = renumber_first_use(opt, V)
             rn, _ = renumber_for_direct_cache(opt, V)
@@ -169,7 +175,7 @@ def bench_renumber(meshes_dir, names=("bunny.ply",)):
 OPTIMIZERS = ("original", "meshoptimizer", "tipsify", "forsyth", "kcache", "hoppe", "batch")
 
 
-def bench_optimizers(meshes_dir):
+def bench_optimizers(meshes_dir, counter):
     """Measured ASR of every optimizer's order on this GPU (pandas table, one row per order)."""
     profiles = {p: get_profile(p) for p in ("nvidia_gl", "nvidia_gl+16bit")}
     rows = []
@@ -187,7 +193,7 @@ def bench_optimizers(meshes_dir):
                 V = len(res.vertex_remap) if res.vertex_remap is not None else d.vertex_count
                 first_use, _ = renumber_first_use(np.asarray(res.triangles, np.uint32), V)
                 for numbering, t in (("as returned", np.asarray(res.triangles)), ("first use", first_use)):
-                    m = measure_invocations(t, V, per_vertex=False)
+                    m = counter.measure(t, V, per_vertex=False)
                     row = {"mesh": d.name, "triangles": d.triangle_count, "vertices": V,
                            "method": name, "numbering": numbering, "measured": m.invocations,
                            "measured_asr": m.invocations / d.triangle_count, "seconds": secs}
@@ -250,6 +256,9 @@ def main(argv=None):
                     help="compare the waves the GPU ran with the fitted profile's batches")
     ap.add_argument("--counter", metavar="MODULE:FUNCTION",
                     help="run the experiments and the fit against this counter only")
+    ap.add_argument("--api", choices=("gl", "wgpu"), default="gl",
+                    help="draw through OpenGL (default) or WebGPU (Vulkan, Metal, Direct3D 12)")
+    ap.add_argument("--adapter", metavar="NAME", help="with --api wgpu: which adapter")
     args = ap.parse_args(argv)
     if args.simulated:
         bench_simulated()
@@ -257,37 +266,47 @@ def main(argv=None):
     if args.counter:
         bench_experiments(resolve_counter(args.counter))
         return 0
-    if not gl_available():
+    try:
+        counter = api_counter(args.api, args.adapter)
+    except GLUnavailableError:
         print("bench_probe: no OpenGL context; skipped")
         return 0
-    info = gl_info()
+    except MeshoptBatchError as exc:
+        print(f"bench_probe: {exc}", file=sys.stderr)
+        return 2
+    if args.waves and args.api != "gl":
+        print("bench_probe: --waves captures waves through OpenGL only", file=sys.stderr)
+        return 2
+    rec = renderer_record(counter.info)
     date = datetime.now(UTC).strftime("%Y-%m-%d")
-    print(f"renderer: {info['renderer']} | {info['vendor']} | {info['version']} | {date}")
+    print(" | ".join(str(v) for v in rec.values()) + f" | {date}")
     meshes_dir = shared_meshes_dir()
-    suite, res = bench_experiments()
-    large = bench_large(meshes_dir)
+    suite, res = bench_experiments(counter)
+    large = bench_large(meshes_dir, counter)
     names = ("bunny.ply",)
     if args.all_meshes and meshes_dir is not None:
         names = tuple(p.name for p in sorted(meshes_dir.glob("*.ply")))
-    ren = bench_renumber(meshes_dir, names)
-    opt = bench_optimizers(meshes_dir) if args.optimizers else None
+    ren = bench_renumber(meshes_dir, counter, names)
+    opt = bench_optimizers(meshes_dir, counter) if args.optimizers else None
     waves = bench_waves(res.profile) if args.waves else None
     if args.results:
         out = Path(args.results)
         out.mkdir(parents=True, exist_ok=True)
-        slug = _slug(info["renderer"])
-        head = {"renderer": info["renderer"], "vendor": info["vendor"],
-                "version": info["version"], "date": date}
+        slug = _slug(rec["renderer"], rec.get("backend"))
+        head = {**rec, "date": date}
         atomic_write(out / f"{slug}_experiments_{date}.json", json.dumps(
             {**head, "experiments": suite.to_dict(), "fit": res.to_dict(),
              "verification_rows": res.verification.rows if res.verification else []},
         ) + "\n")
         if meshes_dir is not None:
-            df = accuracy_table()
+            df = accuracy_table(counter=counter)
             df.insert(0, "date", date)
+            if rec.get("api") == "wgpu":
+                for k in ("driver", "backend", "api"):
+                    df.insert(1, k, rec[k])
             atomic_write(out / f"{slug}_accuracy_{date}.csv", df.to_csv(index=False))
             mse = mse_table(df)
-            mse.insert(0, "renderer", info["renderer"])
+            mse.insert(0, "renderer", rec["renderer"])
             mse.insert(1, "date", date)
             atomic_write(out / f"{slug}_mse_{date}.csv", mse.to_csv())
             atomic_write(out / f"{slug}_mse_by_order_{date}.csv", mse_by_order(df).to_csv())
@@ -297,11 +316,11 @@ def main(argv=None):
         atomic_write(out / f"{slug}_renumber_{date}.json", json.dumps(
             {**head, "large_probe": large, "rows": ren}, indent=1, default=float) + "\n")
         if opt is not None and len(opt):
-            opt.insert(0, "renderer", info["renderer"])
+            opt.insert(0, "renderer", rec["renderer"])
             opt.insert(1, "date", date)
             atomic_write(out / f"{slug}_optimizers_{date}.csv", opt.to_csv(index=False))
         if waves is not None and len(waves):
-            waves.insert(0, "renderer", info["renderer"])
+            waves.insert(0, "renderer", rec["renderer"])
             waves.insert(1, "date", date)
             atomic_write(out / f"{slug}_waves_{date}.csv", waves.to_csv(index=False))
         print(f"results written to {out}/{slug}_*_{date}.*")

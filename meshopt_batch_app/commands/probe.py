@@ -2,9 +2,10 @@
 
 Prints the renderer, the measured invocations / ASR of MESH next to every profile's
 prediction, and with ``--experiments`` / ``--fit`` the batch-identification experiments of
-paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.  ``--counter
-MODULE:FUNCTION`` takes the counts from a function instead of OpenGL (resolved here, once,
-and passed inward; see :mod:`gpu_probe.counters`).
+paper 001 sec. 3.3 (raw step positions) and the profile fitted from them.  ``--api wgpu``
+draws through WebGPU (Vulkan, Metal or Direct3D 12; ``--adapter NAME`` picks the adapter)
+instead of OpenGL; ``--counter MODULE:FUNCTION`` takes the counts from a function.  The counter
+is resolved here, once, and passed inward (see :mod:`gpu_probe.counters`).
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "probe", help="measure vertex-shader invocations on this GPU; find its batching rules",
         description="Measure the vertex-shader invocations of MESH on this machine's GPU "
-        "(headless OpenGL through moderngl/EGL; Mesa llvmpipe without a GPU) and compare "
+        "(headless OpenGL through moderngl/EGL, Mesa llvmpipe without a GPU; or --api wgpu: "
+        "WebGPU over Vulkan, Metal or Direct3D 12, Mesa lavapipe without a GPU) and compare "
         "with every profile's prediction. --experiments runs the batch-identification "
         "experiments of paper 001 sec. 3.3; --fit turns them into a profile and checks it.",
     )
     p.add_argument("mesh", nargs="?", help="mesh to measure (OBJ, PLY, OFF, STL, glTF, GLB)")
+    p.add_argument("--api", choices=("gl", "wgpu"), default="gl",
+                   help="draw through OpenGL (gl, default) or WebGPU (wgpu: Vulkan, Metal or "
+                   "Direct3D 12 through the wgpu package)")
+    p.add_argument("--adapter", metavar="NAME",
+                   help="with --api wgpu: the adapter whose name, backend and driver contain "
+                   "every word of NAME (e.g. nvidia, 'llvmpipe vulkan'); default the best one")
     p.add_argument("--counter", metavar="MODULE:FUNCTION",
                    help="count invocations with FUNCTION(indices, vertex_count) -> per-vertex "
                    "counts instead of this GPU's OpenGL; MODULE may be a .py file "
@@ -136,7 +144,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> 
 
 def run(args) -> int:
     from gpu_probe.context import gl_info  # lazy: the probe loads only for this command
-    from gpu_probe.counters import resolve_counter  # lazy: as above
+    from gpu_probe.counters import api_counter, renderer_record, resolve_counter  # lazy: as above
     from gpu_probe.experiments import run_experiments  # lazy: as above
     from gpu_probe.fit import fit  # lazy: as above
     from gpu_probe.waves import subgroup_support  # lazy: as above
@@ -150,14 +158,27 @@ def run(args) -> int:
         raise MeshoptBatchError("--raw needs --experiments or --fit")
     if args.waves and args.counter:
         raise MeshoptBatchError("--waves needs the OpenGL counter (no --counter)")
+    if args.counter and (args.api != "gl" or args.adapter):
+        raise MeshoptBatchError("--counter replaces the GPU: drop --api/--adapter")
+    if args.adapter and args.api != "wgpu":
+        raise MeshoptBatchError("--adapter picks a WebGPU adapter: add --api wgpu")
+    if args.waves and args.api == "wgpu":
+        raise MeshoptBatchError("--waves captures waves through OpenGL only (WGSL subgroup operations "
+                                "in a vertex shader need the wgpu feature subgroup-vertex): drop "
+                                "--api wgpu")
     profiles = split_values(args.profile) or [*builtin_profile_names(), "nvidia_gl+16bit"]
     for spec in profiles:
         get_profile(spec)
     if args.mesh and not Path(args.mesh).exists():
         raise MeshoptBatchError(f"{args.mesh}: no such file")
-    counter = resolve_counter(args.counter) if args.counter else None   # None: OpenGL
-    info = counter.info if counter is not None else gl_info()  # one-line error without GL
-    out = {"renderer": info["renderer"], "vendor": info["vendor"], "version": info["version"],
+    if args.counter:
+        counter = resolve_counter(args.counter)
+    elif args.api == "wgpu":
+        counter = api_counter("wgpu", args.adapter)  # one-line error without an adapter
+    else:
+        counter = None                                 # OpenGL, created on first use
+    info = counter.info if counter is not None else {**gl_info(), "api": "gl"}  # one line without GL
+    out = {**renderer_record(info),
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if args.counter:
         out["counter"] = args.counter
@@ -194,10 +215,15 @@ def run(args) -> int:
     if args.save_profile and not_saved is None:
         atomic_write(args.save_profile, json.dumps(out["fitted_profile"], indent=2) + "\n")
     if not args.mesh and not args.experiments and not args.counter:
-        route, reason = subgroup_support()
-        out["subgroups"] = {"supported": route is not None, "extension": route or "",
-                            "reason": reason}
         out["pipeline_statistics"] = info["pipeline_statistics"]
+        if args.api == "wgpu":
+            from gpu_probe.wgpu_counter import adapter_records  # lazy: only this summary lists them
+
+            out["adapters"] = adapter_records()
+        else:
+            route, reason = subgroup_support()
+            out["subgroups"] = {"supported": route is not None, "extension": route or "",
+                                "reason": reason}
     out["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
         print(json.dumps(out))
@@ -212,13 +238,20 @@ def run(args) -> int:
 def _print_human(out: dict) -> None:
     if "counter" in out:
         print(f"counter: {out['counter']}" + (f" ({out['version']})" if out["version"] else ""))
+    elif out.get("api") == "wgpu":
+        print(f"renderer: {out['renderer']} ({out['vendor']}; {out['version']})")
     else:
         print(f"renderer: {out['renderer']} ({out['vendor']}; OpenGL {out['version']})")
+    if "pipeline_statistics" in out:
+        print("pipeline-statistics query: " + ("yes" if out["pipeline_statistics"] else "no"))
     if "subgroups" in out:
         s = out["subgroups"]
-        print("pipeline-statistics query: " + ("yes" if out["pipeline_statistics"] else "no"))
         print("subgroup capture: " + (f"yes ({s['extension']})" if s["supported"]
                                       else f"unsupported: {s['reason']}"))
+    for a in out.get("adapters", []):
+        print(f"adapter: {a['adapter']}, driver {a['driver']}: storage counter "
+              f"{'yes' if a['storage_counter'] else 'no'}, pipeline statistics "
+              f"{'yes' if a['pipeline_statistics'] else 'no'}")
     if "measured" in out:
         m = out["measured"]
         print(f"{out['mesh']}: {out['triangles']} triangles, {out['vertices']} vertices")
