@@ -4,11 +4,15 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Node tools for the glTF tests and benchmark (Khronos validator, gltfpack), pinned, installed
-# into a project-local folder (git-ignored) when npm is present; tests skip without them.
+# Node tools for the glTF tests and benchmarks, pinned, installed into a project-local folder
+# (git-ignored) when npm is present; tests skip without them: the Khronos validator, gltfpack,
+# glTF-Transform (the independent reader of compressed outputs, and its CLI's meshopt and draco
+# commands) with meshoptimizer's and Draco's decoders. The stamp names the list, so a changed
+# list installs again.
 NPM_TOOLS := .npm-tools
-NPM_STAMP := $(NPM_TOOLS)/.installed
-NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0
+NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0 @gltf-transform/core@4.5.1 \
+	@gltf-transform/extensions@4.5.1 @gltf-transform/cli@4.5.1 meshoptimizer@1.3.0 draco3dgltf@1.5.7
+NPM_STAMP := $(NPM_TOOLS)/.installed-$(shell echo '$(NPM_PACKAGES)' | cksum | cut -d' ' -f1)
 
 .PHONY: report report-quick test bench setup system-deps clean
 
@@ -24,8 +28,8 @@ $(NPM_STAMP):
 	@if command -v npm >/dev/null 2>&1; then \
 	  timeout 300 npm install --no-save --no-package-lock --no-audit --no-fund --fetch-retries=1 \
 	    --prefix $(NPM_TOOLS) $(NPM_PACKAGES) >$(NPM_TOOLS)/install.log 2>&1 \
-	  || echo "warning: npm install of $(NPM_PACKAGES) failed (see $(NPM_TOOLS)/install.log); the glTF validator tests will be skipped"; \
-	else echo "note: npm not found: the glTF validator tests and the gltfpack benchmark column will be skipped"; fi
+	  || echo "warning: npm install of $(NPM_PACKAGES) failed (see $(NPM_TOOLS)/install.log); the glTF validator and compressed-delivery tests will be skipped"; \
+	else echo "note: npm not found: the glTF validator and compressed-delivery tests and the gltfpack benchmark columns will be skipped"; fi
 	@touch $(NPM_STAMP)
 
 setup: $(STAMP) $(NPM_STAMP)

@@ -34,7 +34,7 @@ from .optimizers import Method
 from .profiles import Profile
 from .reuse import Prediction, predict
 from .vertex_set import SetOptions, optimize_vertex_set
-from .weld import vertex_records
+from .weld import weld_records
 
 __all__ = ["AssetOptions", "AssetReport", "WRITABLE_SUFFIXES", "optimize_file", "optimize_meshes"]
 
@@ -67,6 +67,15 @@ class AssetOptions:
         Remove triangles with a repeated index (counted either way).
     embed : bool
         ``.gltf`` output: buffers and images as ``data:`` URIs instead of external files.
+    compress : bool or None
+        glTF output (other formats ignore it): None writes what came in (a meshopt-compressed
+        input compressed the same way, a Draco input with ``EXT_meshopt_compression``, a
+        plain input plain); True also compresses the rest with ``EXT_meshopt_compression``
+        (``--compress``); False writes plain data (``--no-compress``).  See
+        :mod:`meshopt_batch.asset_delivery`.
+    weld_tolerance : float
+        Also weld vertices whose float attributes other than positions and joints differ by
+        at most this much per component (``--weld-tolerance``; 0: by value only).
     """
 
     method: Method
@@ -77,6 +86,8 @@ class AssetOptions:
     keep_index_type: bool = False
     drop_degenerate: bool = False
     embed: bool = False
+    compress: bool | None = None
+    weld_tolerance: float = 0.0
 
 
 @dataclass
@@ -155,8 +166,10 @@ def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mes
     for mesh in meshes:
         records_in = None
         if options.weld:
-            records_in = vertex_records([mesh.positions] + [mesh.attributes[k] for k in sorted(mesh.attributes)],
-                                        mesh.vertex_count)
+            keys = sorted(mesh.attributes)
+            records_in = weld_records([mesh.positions] + [mesh.attributes[k] for k in keys], mesh.vertex_count,
+                                      tolerant=[False] + [not k.startswith("joints") for k in keys],
+                                      tolerance=options.weld_tolerance)
         outcome = optimize_vertex_set(records_in, [mesh.triangles], mesh.vertex_count, _set_options(options),
                                       positions=mesh.positions)
         buf = outcome.buffers[0]
@@ -223,7 +236,8 @@ def _optimize_gltf_file(src_path: Path, out_path: Path, options: AssetOptions) -
         vertices_after=sum(res.vertices_after), before=summed(res.before, prof), after=summed(res.after, prof),
         seconds=res.seconds, primitives=res.draws, notes=res.notes, files=res.files,
         bytes_before=res.bytes_before, bytes_after=res.bytes_after,
-        size_limit=None if options.embed else int(res.bytes_before * (1 + SIZE_TOLERANCE)) + res.added_bytes)
+        size_limit=res.size_budget if res.size_budget is not None else None if options.embed or res.converted
+        else int(res.bytes_before * (1 + SIZE_TOLERANCE)) + res.added_bytes)
     if any(v > (1 << 16) for v in res.vertices_before + res.vertices_after):
         report.notes.append("buffers over 2^16 vertices: see before_16bit/after_16bit")
     return report

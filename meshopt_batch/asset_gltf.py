@@ -44,22 +44,26 @@ from pathlib import Path
 
 import numpy as np
 
+from . import asset_delivery as delivery
 from .errors import MeshError
 from .files import atomic_write
 from .io.common import Refusal, one_line
-from .io.gltf_document import COMPONENT_DTYPES, load_document, read_accessor
-from .io.gltf_draws import IndexBuffer, VertexSet, census
+from .io.gltf_document import COMPONENT_DTYPES, GltfFile, read_accessor, read_document
+from .io.gltf_draws import IndexBuffer, VertexSet, census, strip_fan_to_list
 from .io.gltf_layout import DocumentEditor, accessor_span
 from .io.gltf_output import local_uri, package_gltf, resource_files, same_file
 from .profiles import Profile
 from .reuse import Prediction, predict
 from .vertex_set import BufferOutcome, SetOptions, SetOutcome, optimize_vertex_set
-from .weld import vertex_records
 
 __all__ = ["GltfResult", "JSON_PER_NEW_OBJECT", "index_dtype", "optimize_gltf"]
 
 #: JSON bytes the size rule grants for each new accessor with its buffer view.
 JSON_PER_NEW_OBJECT = 256
+#: Packings tried to fit a compressed input's size budget before every vertex set keeps its input form.
+BUDGET_ROUNDS = 4
+#: Why a vertex set kept its input form under the size budget.
+FROZEN = "compressed size budget"
 MODE_NAMES = {4: "triangles", 5: "triangle strip", 6: "triangle fan"}
 
 
@@ -78,6 +82,11 @@ class GltfResult:
     bytes_after: int = 0
     added_bytes: int = 0
     seconds: float = 0.0
+    converted: bool = False  # written in another form than it came (compressed / plain)
+    set_costs: list = field(default_factory=list)  # (vertex set, invocations saved, stream bytes added)
+    draw_sets: list = field(default_factory=list)  # the vertex set of each draw
+    size_budget: int | None = None  # a compressed input's budget (asset_delivery.SIZE_BUDGET)
+    rotated: dict = field(default_factory=dict)  # draw -> its re-encoded TRIANGLES view (corners may rotate)
 
 
 def index_dtype(max_index: int, stored: np.dtype | None, keep: bool) -> np.dtype:
@@ -121,8 +130,10 @@ def _new_flat(buf: IndexBuffer, out: BufferOutcome, outcome: SetOutcome, old_fla
 
 
 def _write_buffer(editor: DocumentEditor, doc: dict, vset: VertexSet, buf: IndexBuffer, out: BufferOutcome,
-                  outcome: SetOutcome, vertex_count: int, keep_index_type: bool) -> tuple[str, str, int]:
-    """Store one optimized index buffer; (index type in, index type out, bytes added)."""
+                  outcome: SetOutcome, vertex_count: int, keep_index_type: bool, *,
+                  fixed: bool = False) -> tuple[str, str, int]:
+    """Store one optimized index buffer; (index type in, index type out, bytes added).  A
+    ``fixed`` index type (a view kept compressed) cannot widen."""
     stored = None
     if buf.accessor is not None:
         stored = np.dtype(COMPONENT_DTYPES[doc["accessors"][buf.accessor]["componentType"]])
@@ -132,6 +143,9 @@ def _write_buffer(editor: DocumentEditor, doc: dict, vset: VertexSet, buf: Index
         return type_in, type_in, 0
     flat, mode = _new_flat(buf, out, outcome, old_flat, vertex_count)
     dtype = index_dtype(int(flat.max()) if flat.size else 0, stored, keep_index_type)
+    if fixed and stored is not None and dtype != stored:
+        raise Refusal(f"index accessor {buf.accessor}: the new indices need {dtype.name}, its compressed "
+                      f"bufferView stores {stored.name} (use --no-compress)")
     values = flat.astype(dtype)
     added = 0
     if buf.accessor is None:
@@ -211,9 +225,33 @@ def optimize_gltf(source: Path, output: Path, options) -> GltfResult:
     except OSError as exc:
         raise MeshError(f"{source}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc, buffers = load_document(data, source)
-        editor, result = _optimize_document(doc, buffers, options)
-        return _write(editor, doc, buffers, data, source, output, options, result)
+        got = read_document(data, source)
+        form = delivery.output_form(got, getattr(options, "compress", None))
+        budget = delivery.size_budget(got, form, _files_size(got.doc, source, len(data), {}))
+        frozen: set[int] = set()
+        exact: set[int] = set()
+        for _ in range(BUDGET_ROUNDS):
+            editor, result = _optimize_document(got.doc, got.buffers, options, got=got, form=form, frozen=frozen,
+                                                costs=budget is not None)
+            written = _package(editor, got, data, source, output, options, result, form, exact)
+            worse = [i for i, rec in enumerate(result.draws) if _predicts_more(rec)]  # rotated by the codec
+            if not worse and (budget is None or written.size <= budget):
+                break
+            stuck = [i for i in worse if result.draw_sets[i] in frozen]
+            exact |= {result.rotated[i] for i in stuck if i in result.rotated}  # its input order, stored exactly
+            more = {result.draw_sets[i] for i in worse} - frozen
+            if not worse:
+                more = delivery.sets_to_keep(result.set_costs, written.size - budget, frozen)
+            frozen |= more or ({k for k, _, _ in result.set_costs} - frozen)
+        else:  # still over: every vertex set as it came, index views stored exactly
+            editor, result = _optimize_document(got.doc, got.buffers, options, got=got, form=form, frozen=None)
+            written = _package(editor, got, data, source, output, options, result, form, None)
+        result.size_budget = budget
+        if frozen:
+            result.notes.append(f"{len(frozen)} vertex set(s) kept their input order and vertices: the optimized "
+                                f"ones compressed worse than the input's, over the size budget of "
+                                f"{delivery.SIZE_BUDGET:g}x the input, or predicted more once decoded")
+        return _store(written, result)
     except Refusal as exc:
         raise MeshError(f"{source}: {one_line(exc)}") from None
     except (ValueError, KeyError, IndexError, TypeError) as exc:
@@ -222,7 +260,10 @@ def optimize_gltf(source: Path, output: Path, options) -> GltfResult:
         raise MeshError(f"{source}: not a readable glTF file ({one_line(exc)})") from None
 
 
-def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[DocumentEditor, GltfResult]:
+def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFile, form: delivery.OutputForm,
+                       frozen: set[int] | None = frozenset(), costs: bool = False) -> tuple[DocumentEditor, GltfResult]:
+    """Optimize every vertex set but the ``frozen`` ones (None: freeze all); with ``costs``,
+    record each optimized set's bytes added to the compressed streams (``set_costs``)."""
     sets, notes = census(doc, _mesh_names(doc))
     result = GltfResult(notes=list(notes))
     if not sets:
@@ -230,16 +271,23 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
     set_options = SetOptions(options.method, options.profile, dict(options.method_params), weld=options.weld,
                              vertex_order=options.vertex_order, drop_degenerate=options.drop_degenerate)
     prof = options.profile
-    editor = DocumentEditor(doc, buffers)
+    editor = DocumentEditor(doc, buffers, units=delivery.editor_units(got, form))
+    fixed = {b.accessor for v in sets for b in v.buffers if delivery.fixed_index_type(got, form, b.accessor)}
+    stored = delivery.stored_form(got) if options.weld or costs else None
     t0 = time.perf_counter()
-    for vset in sets:
+    for k, vset in enumerate(sets):
+        if frozen is None or k in frozen:
+            vset.locked = vset.locked or FROZEN
+            for b in vset.buffers:
+                b.locked = b.locked or FROZEN
         count = vset.vertex_count(doc)
         free = [b for b in vset.buffers if not b.locked]
         tris = [b.triangles(doc, buffers, count) for b in free]
         vertex_ops = vset.locked is None
         records = None
         if vertex_ops and options.weld:
-            records = vertex_records([read_accessor(doc, buffers, a)[0] for a in vset.accessors], count)
+            records = delivery.weld_keys(got, vset, count, tolerance=getattr(options, "weld_tolerance", 0.0),
+                                         stored=stored)
         positions = (read_accessor(doc, buffers, int(vset.attributes["POSITION"]))[0]
                      if options.method.uses_positions else None)
         outcome = optimize_vertex_set(records, tris, count, set_options, vertex_ops=vertex_ops, positions=positions)
@@ -248,6 +296,10 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
                 editor.gather(a, outcome.source)
             result.added_bytes += outcome.copies * _row_bytes(doc, vset)
         by_buffer = {id(b): (o, t) for b, o, t in zip(free, outcome.buffers, tris, strict=True)}
+        if costs and free:
+            cost = delivery.set_cost(got, stored, vset, outcome.source, tris, [o.triangles for o in outcome.buffers])
+            gain = sum(len(b.draws) * (o.before - o.after) for b, o in zip(free, outcome.buffers, strict=True))
+            result.set_costs.append((k, gain, cost))
         for buf in vset.buffers:
             out, tri_in = by_buffer.get(id(buf), (None, None))
             if out is None:
@@ -255,7 +307,9 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
                 types = ("locked", "locked")
                 p_in = p_out = _prediction(tri_in, count, prof)
             else:
-                t_in, t_out, added = _write_buffer(editor, doc, vset, buf, out, outcome, count, options.keep_index_type)
+                keep_type = options.keep_index_type or buf.accessor in fixed
+                t_in, t_out, added = _write_buffer(editor, doc, vset, buf, out, outcome, count, keep_type,
+                                                   fixed=buf.accessor in fixed)
                 types = (t_in, t_out)
                 result.added_bytes += added
                 p_in = _prediction(tri_in, count, prof)
@@ -270,12 +324,13 @@ def _optimize_document(doc: dict, buffers: list[bytes], options) -> tuple[Docume
                 result.after.append(p_out)
                 result.vertices_before.append(count)
                 result.vertices_after.append(outcome.vertices_after if out is not None else count)
+                result.draw_sets.append(k)
     perm = sorted(range(len(result.draws)), key=lambda i: (result.draws[i]["mesh"], result.draws[i]["primitive"]))
-    for name in ("draws", "before", "after", "vertices_before", "vertices_after"):
+    for name in ("draws", "before", "after", "vertices_before", "vertices_after", "draw_sets"):
         setattr(result, name, [getattr(result, name)[i] for i in perm])
     result.seconds = time.perf_counter() - t0
     for vset in sets:
-        if vset.locked:
+        if vset.locked and vset.locked != FROZEN:
             result.notes.append(f"{vset.draws[0].name}: vertex order kept ({vset.locked})")
     return editor, result
 
@@ -297,28 +352,91 @@ def _copy_through(doc: dict, data: bytes, source: Path, output: Path) -> list[tu
     return files
 
 
-def _write(editor: DocumentEditor, doc: dict, buffers: list[bytes], data: bytes, source: Path, output: Path,
-           options, result: GltfResult) -> GltfResult:
+def _measure_decoded(packed, result: GltfResult, options) -> None:
+    """Predictions of the draws whose indices went into a re-encoded ``TRIANGLES`` stream, from
+    the decoded indices (the codec may rotate a triangle's corners)."""
+    if not packed.reencoded:
+        return
+    doc = packed.doc
+    for i, rec in enumerate(result.draws):
+        prim = doc["meshes"][rec["mesh"]]["primitives"][rec["primitive"]]
+        if "indices" not in prim:
+            continue
+        view = doc["accessors"][int(prim["indices"])].get("bufferView")
+        if view is None or int(view) not in packed.reencoded:
+            continue
+        result.rotated[i] = int(view)
+        flat = read_accessor(doc, packed.decoded, int(prim["indices"]))[0].reshape(-1).astype(np.int64)
+        tris = strip_fan_to_list(flat, int(prim.get("mode", 4)))
+        got = _prediction(tris, result.vertices_after[i], options.profile)
+        result.after[i] = got
+        rec["after"] = {"profile": options.profile.name, "invocations": got.invocations, "asr": got.asr,
+                        "batches": got.batches}
+
+
+def _predicts_more(rec: dict) -> bool:
+    """Whether a draw's record predicts more invocations after than before, on any profile."""
+    figures = list((rec.get("profiles") or {}).values()) or [
+        {"before": rec["before"]["invocations"], "after": rec["after"]["invocations"]}]
+    return any(f["after"] > f["before"] for f in figures)
+
+
+def _changed_buffers(doc: dict, buffers: list, got: GltfFile) -> list[bool]:
+    """Per output buffer: not the bytes of the input's buffer of the same URI."""
+    before = {b.get("uri"): raw for b, raw in zip(got.doc.get("buffers", []), got.stored, strict=True)
+              if b.get("uri") and raw is not None}
+    return [raw is None or before.get(entry.get("uri")) != raw
+            for entry, raw in zip(doc.get("buffers", []), buffers, strict=True)]
+
+
+@dataclass
+class _Written:
+    """An output packaged but not yet stored: the main file, its side files, its document."""
+
+    output: Path
+    main: bytes
+    side: list
+    doc: dict
+    size: int
+
+
+def _package(editor: DocumentEditor, got: GltfFile, data: bytes, source: Path, output: Path,
+             options, result: GltfResult, form: delivery.OutputForm, exact: set[int] | None) -> _Written:
+    """Package the output (not stored yet); ``exact``: views compressed anew that must keep
+    their triangles' corners as they are (``INDICES`` mode; None: every one)."""
     if not output.parent.is_dir():
         raise MeshError(f"{output}: directory {output.parent} does not exist")
+    doc = got.doc
     same_kind = source.suffix.lower() == output.suffix.lower()
     side = None
-    if not editor.changed and same_kind and not options.embed:
-        side = _copy_through(doc, data, source, output) if output.suffix.lower() == ".gltf" else []
+    if not editor.changed and same_kind and not options.embed and not form.changed and form.new != "all":
+        side = _copy_through(doc, data, source, output)
     if side is not None:
         main, out_doc = data, doc
     else:
-        new_doc, new_buffers = editor.build()
-        changed = [a is not b for a, b in zip(new_buffers, buffers, strict=True)]
-        main, side, notes = package_gltf(new_doc, new_buffers, source, output, changed=changed,
+        packed = delivery.deliver(editor, got, form, exact=exact)
+        _measure_decoded(packed, result, options)
+        changed = _changed_buffers(packed.doc, packed.buffers, got)
+        main, side, notes = package_gltf(packed.doc, packed.buffers, source, output, changed=changed,
                                          source_bytes=data, embed=options.embed)
         result.notes += notes
-        out_doc = new_doc
-    for path, raw in side:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, raw)
-    atomic_write(output, main)
+        out_doc = packed.doc
+        if form.new == "all" and not packed.streams:
+            form = delivery.OutputForm(form.keep, form.new, form.extension, False,
+                                       "--compress: no buffer view comes out smaller compressed; written plain")
     result.files = [str(p) for p, _ in side]
+    result.converted = form.changed
+    if form.note:
+        result.notes.append(form.note)
     result.bytes_before = _files_size(doc, source, len(data), {})
     result.bytes_after = _files_size(out_doc, output, len(main), {p: len(r) for p, r in side})
+    return _Written(output, main, side, out_doc, result.bytes_after)
+
+
+def _store(written: _Written, result: GltfResult) -> GltfResult:
+    """Write the side files, then the main file (each atomically)."""
+    for path, raw in written.side:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, raw)
+    atomic_write(written.output, written.main)
     return result

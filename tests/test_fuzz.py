@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from compressed_samples import draco_sample, glb, meshopt_sample, read_glb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fuzz_support import (
@@ -40,7 +41,7 @@ from test_fuzz_support import (
 from meshopt_batch import limits
 
 #: Cases per fuzz test in the fast (CI) variant; the slow variant runs ten times as many.
-FAST = {"truncation": 800, "gltf": 600, "scene": 400, "profile": 300, "options": 200}
+FAST = {"truncation": 800, "gltf": 600, "scene": 400, "profile": 300, "options": 200, "compressed": 300}
 SIM = ("-n", "1", "--width", "32", "--height", "24", "--no-progress", "--json")
 
 
@@ -241,3 +242,60 @@ def test_fuzz_option_values(samples, small_limits, tmp_path, slow):
                          st.lists(_number_text(), min_size=5, max_size=5))
     fuzz(body, strategy, FAST["options"], slow)
     assert cases.count >= FAST["options"]
+
+
+# ----------------------------------------------------------------------------- compressed glTF
+@pytest.fixture(scope="module")
+def compressed():
+    """Meshopt-compressed (EXT, KHR version 1) and Draco samples: (JSON, BIN chunk) each."""
+    folder = Path(tempfile.mkdtemp(prefix="fuzz-compressed-"))
+    meshopt_sample(folder / "ext.glb")
+    meshopt_sample(folder / "khr.glb", extension="KHR_meshopt_compression", version=1)
+    draco_sample(folder / "draco.glb")
+    out = {name: read_glb(folder / f"{name}.glb") for name in ("ext", "khr", "draco")}
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+@_variants("compressed")
+def test_fuzz_compressed_documents(compressed, small_limits, tmp_path, slow):
+    """Mutated extension objects and JSON, corrupt, cut and shifted stream bytes of
+    meshopt-compressed and Draco files, through ``optimize`` (each mode of writing) and
+    ``analyze``: a refusal names the buffer view; never a traceback or a file left behind."""
+    cases = Cases(tmp_path)
+
+    def body(value):
+        name, data, damage, command = value
+        doc, bin_data = compressed[name]
+        doc, raw = json.loads(json.dumps(doc)), bytearray(bin_data)
+        if damage == "json":
+            doc = mutate(doc, data)
+        else:
+            start = data.draw(st.integers(0, max(len(raw) - 1, 0)), label="start")
+            size = data.draw(st.integers(1, 64), label="size")
+            if damage == "bytes":
+                raw[start:start + size] = data.draw(st.binary(min_size=size, max_size=size), label="bytes")
+            else:
+                del raw[start:start + size]
+        folder = cases.folder()
+        src = folder / "in.glb"
+        try:
+            src.write_bytes(glb(doc, bytes(raw)) if isinstance(doc, dict) else json.dumps(doc).encode())
+        except (TypeError, ValueError):
+            src.write_text(json.dumps(doc, allow_nan=True, default=str))
+        if command == "analyze":
+            run = run_cli("analyze", src, "--json", "-p", "fifo:8")
+            check_contract(run, folder, {src.name})
+        else:
+            out = folder / "out.glb"
+            flag = {"optimize": [], "plain": ["--no-compress"], "compress": ["--compress"]}[command]
+            run = run_cli("optimize", src, "-o", out, "-m", "tipsify", "-p", "fifo:8", "--json", *flag)
+            check_contract(run, folder, {src.name}, {out.name})
+        if run.code == 2 and damage != "json" and "bufferView" not in run.err:
+            assert "index" in run.err or "accessor" in run.err or "GLB" in run.err or "buffer" in run.err, run.err
+
+    strategy = st.tuples(st.sampled_from(["ext", "khr", "draco"]), st.data(),
+                         st.sampled_from(["json", "json", "bytes", "cut"]),
+                         st.sampled_from(["optimize", "optimize", "plain", "compress", "analyze"]))
+    fuzz(body, strategy, FAST["compressed"], slow)
+    assert cases.count >= FAST["compressed"]

@@ -33,39 +33,44 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .common import Refusal
 from .glb import GLB_MAGIC, decode_data_uri, parse_glb
+from .gltf_draco import decode_draco_primitives
+from .gltf_meshopt import DecodedView, decode_buffer_views
 from .gltf_schema import validate_document
+from .gltf_types import (
+    COMPONENT_DTYPES,
+    COMPONENT_TYPE_OF,
+    COMPONENTS_OF_TYPE,
+    COMPRESSION_EXTENSIONS,
+    TYPE_OF_COMPONENTS,
+)
 
 __all__ = [
     "COMPONENTS_OF_TYPE",
     "COMPONENT_DTYPES",
     "COMPONENT_TYPE_OF",
     "COMPRESSION_EXTENSIONS",
+    "GltfFile",
     "SEMANTIC_WIDTHS",
     "TYPE_OF_COMPONENTS",
     "attribute_array",
     "key_to_semantic",
     "load_document",
     "read_accessor",
+    "read_document",
     "semantic_to_key",
     "view_bytes",
 ]
 
-#: numpy dtype of each accessor ``componentType``.
-COMPONENT_DTYPES = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
-COMPONENT_TYPE_OF = {np.dtype(v): k for k, v in COMPONENT_DTYPES.items()}
-COMPONENTS_OF_TYPE = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
-TYPE_OF_COMPONENTS = {1: "SCALAR", 2: "VEC2", 3: "VEC3", 4: "VEC4", 9: "MAT3", 16: "MAT4"}
 #: Component counts the specification allows for each vertex attribute semantic.
 SEMANTIC_WIDTHS = {"NORMAL": (3,), "TANGENT": (4,), "TEXCOORD": (2,), "COLOR": (3, 4),
                    "JOINTS": (4,), "WEIGHTS": (4,)}
-#: Geometry compression extensions: files that require one are refused.
-COMPRESSION_EXTENSIONS = {"KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression"}
 
 
 def semantic_to_key(sem: str) -> str:
@@ -94,11 +99,49 @@ def key_to_semantic(key: str) -> str:
     return "_" + key
 
 
-def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
-    """The glTF JSON and the bytes of every buffer (``path`` locates external buffers).
+@dataclass(eq=False)
+class GltfFile:
+    """A glTF file as read: the document and buffers every reader works on, and what the
+    file stored compressed.
 
-    Refuses GLB files with a bad header, versions other than 2.x, documents that require a
-    geometry compression extension, and buffers that are missing or shorter than declared.
+    Attributes
+    ----------
+    doc : dict
+        The JSON; Draco primitives are decoded into plain accessors (:mod:`.gltf_draco`),
+        meshopt-compressed buffer views keep their extension objects.
+    buffers : list of bytes
+        Every buffer's bytes with each compressed view's decoded bytes in place
+        (:func:`.gltf_meshopt.decode_buffer_views`).
+    stored : list of bytes or None
+        The buffers as the file stores them (None: a fallback buffer without data).
+    streams : dict
+        The compressed buffer views as read (:class:`.gltf_meshopt.DecodedView` by number).
+    draco_primitives : int
+        Primitives decoded from ``KHR_draco_mesh_compression``.
+    """
+
+    doc: dict
+    buffers: list
+    stored: list
+    streams: dict[int, DecodedView] = field(default_factory=dict)
+    draco_primitives: int = 0
+
+
+def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
+    """The glTF JSON and the bytes of every buffer, compressed data decoded
+    (:func:`read_document`; ``path`` locates external buffers)."""
+    got = read_document(data, path)
+    return got.doc, got.buffers
+
+
+def read_document(data: bytes, path: Path) -> GltfFile:
+    """Read a ``.gltf``/``.glb``: JSON, buffers, and every compressed buffer view and Draco
+    primitive decoded.
+
+    Refuses GLB files with a bad header, versions other than 2.x, and buffers that are
+    missing or shorter than declared; a corrupt compressed view or Draco bitstream is
+    refused naming its buffer view.  A buffer without data (no ``uri``, not the GLB
+    binary chunk) is a fallback placeholder: only compressed views may refer to it.
     """
     if data[:4] == GLB_MAGIC:
         doc, bin_chunk = parse_glb(data)
@@ -112,18 +155,13 @@ def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
     version = str(doc["asset"].get("version", ""))
     if not version.startswith("2."):
         raise Refusal(f"glTF version {version!r} is not supported (2.x is)")
-    required = set(doc.get("extensionsRequired", []))
-    bad = sorted(required & COMPRESSION_EXTENSIONS)
-    if bad:
-        raise Refusal(f"uses {', '.join(bad)} (compressed geometry), which is not supported")
-    buffers = []
+    stored: list[bytes | None] = []
     for i, b in enumerate(doc.get("buffers", [])):
         uri = b.get("uri")
         if uri is None:
-            if i != 0 or bin_chunk is None:
-                raise Refusal(f"buffer {i} has no data")
-            raw = bin_chunk
-        elif uri.startswith("data:"):
+            stored.append(bin_chunk if i == 0 and bin_chunk is not None else None)
+            continue
+        if uri.startswith("data:"):
             raw, _ = decode_data_uri(uri)
         else:
             bpath = path.parent / urllib.parse.unquote(uri)
@@ -133,8 +171,13 @@ def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
                 raise Refusal(f"buffer file {uri!r} is missing or unreadable") from None
         if len(raw) < int(b.get("byteLength", 0)):
             raise Refusal(f"buffer {i} has {len(raw)} bytes, {b.get('byteLength')} declared")
-        buffers.append(raw)
-    return doc, buffers
+        stored.append(raw)
+    if stored and stored[0] is not None and doc["buffers"][0].get("uri") is None \
+            and len(stored[0]) < int(doc["buffers"][0].get("byteLength", 0)):
+        raise Refusal(f"buffer 0 has {len(stored[0])} bytes, {doc['buffers'][0].get('byteLength')} declared")
+    buffers, streams = decode_buffer_views(doc, stored)
+    doc, buffers, draco = decode_draco_primitives(doc, buffers)
+    return GltfFile(doc, buffers, stored, streams, draco)
 
 
 def view_bytes(doc: dict, buffers: list[bytes], view_index: int) -> tuple[memoryview, int | None]:

@@ -15,7 +15,10 @@ that hold them:
   gets new contents (and maybe a new ``componentType``).  Untouched blocks are copied.
 * A changed view's blocks are written one after the other; every block keeps its start
   offset modulo 4 (so every element keeps its alignment), and a block with new contents
-  starts 4-byte aligned.  Bytes of a changed view that no accessor covers are dropped.
+  starts 4-byte aligned.  Bytes of a changed view that no accessor covers are dropped.  A
+  view given a *unit* (a meshopt-compressed view: its element, or three indices in
+  ``TRIANGLES`` mode) keeps each block's start modulo the unit instead, starts new contents
+  on a whole unit and ends on one, so its elements stay whole for the codec.
 * A buffer none of whose views changed keeps its bytes exactly.  Otherwise its views are
   laid out again in their old order, each keeping its offset modulo 4; bytes no view
   covers are dropped.  New views (new index accessors) go at the end of the buffer that
@@ -121,14 +124,24 @@ class DocumentEditor:
         The source buffers' bytes.
     """
 
-    def __init__(self, doc: dict, buffers: list[bytes]):
+    def __init__(self, doc: dict, buffers: list[bytes], *, units: dict[int, int] | None = None):
         self.source_doc = doc
         self.source_buffers = buffers
+        self.units = dict(units or {})
         self.doc = copy.deepcopy(doc)
         self.blocks = view_blocks(doc)
         self._gathers: dict[int, np.ndarray] = {}
         self._contents: dict[int, np.ndarray] = {}
         self._new: list[tuple[int, np.ndarray, int]] = []
+
+    def replayed(self, buffers: list[bytes]) -> DocumentEditor:
+        """The same changes over other bytes of the same layout (the stored form of filtered
+        compressed views, :func:`.gltf_meshopt.stored_buffers`): :meth:`build` then lays
+        them out at the same offsets.  Call before :meth:`build`."""
+        twin = DocumentEditor(self.source_doc, buffers, units=self.units)
+        twin.doc = copy.deepcopy(self.doc)
+        twin._gathers, twin._contents, twin._new = dict(self._gathers), dict(self._contents), list(self._new)
+        return twin
 
     @property
     def changed(self) -> bool:
@@ -205,18 +218,25 @@ class DocumentEditor:
         old = self._view_source(vi)
         view = self.source_doc["bufferViews"][vi]
         base = int(view.get("byteOffset", 0)) % 4
+        unit = self.units.get(vi)
         out = bytearray()
         accs = self.doc["accessors"]
         for block in self.blocks.get(vi, []):
             data, residue = self._block_bytes(vi, block, old)
-            want = (base + block.start) % 4 if residue is None else 0
-            pos = len(out) + (want - base - len(out)) % 4
+            if unit is None:
+                want = (base + block.start) % 4 if residue is None else 0
+                pos = len(out) + (want - base - len(out)) % 4
+            else:  # a compressed view: elements (index triples) stay whole and aligned
+                want = block.start % unit if residue is None else 0
+                pos = len(out) + (want - len(out)) % unit
             out += b"\x00" * (pos - len(out)) + data
             for a in block.accessors:
                 src_acc = self.source_doc["accessors"][a]
                 offset = pos + int(src_acc.get("byteOffset", 0)) - block.start
                 if offset or "byteOffset" in src_acc:
                     accs[a]["byteOffset"] = offset
+        if unit is not None:
+            out += b"\x00" * (-len(out) % unit)
         return bytes(out)
 
     def build(self) -> tuple[dict, list[bytes]]:

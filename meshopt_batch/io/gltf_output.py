@@ -16,6 +16,11 @@ into the files to write:
   is not copied; the output refers to the same file by a relative path.
 * ``embed=True`` (``.gltf``): every buffer and external image becomes a base64 ``data:`` URI
   in the JSON, one file.
+* A buffer given as ``None`` is a meshopt fallback placeholder: it keeps its JSON entry
+  (``byteLength``, its ``fallback`` mark) and has no data in any file; in a GLB it comes
+  after the BIN chunk's buffer, and compressed views' stream references follow the merge.
+  A GLB's fallback buffer with data in a file of its own (gltfpack ``-cf``) stays a file
+  of its own, ``<output stem>.fallback.bin``.
 
 Nothing else is added: no ``mimeType`` on an image that stays a URI, no ``generator``, no
 default values.  The JSON of a ``.gltf`` is indented like the source's (compact when the
@@ -40,6 +45,7 @@ from pathlib import Path
 
 from .common import Refusal
 from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri, image_mime
+from .gltf_types import MESHOPT_EXTENSIONS
 
 __all__ = ["json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
 
@@ -106,7 +112,7 @@ def _read_image(uri: str, source: Path) -> tuple[bytes, str | None] | None:
         return None
 
 
-def package_gltf(doc: dict, buffers: list[bytes], source: Path, output: Path, *, changed: list[bool],
+def package_gltf(doc: dict, buffers: list[bytes | None], source: Path, output: Path, *, changed: list[bool],
                  source_bytes: bytes, embed: bool = False) -> tuple[bytes, list[tuple[Path, bytes]], list[str]]:
     """The bytes of ``output``, the side files to write with it (``(path, bytes)``), and notes.
 
@@ -115,18 +121,37 @@ def package_gltf(doc: dict, buffers: list[bytes], source: Path, output: Path, *,
     """
     indent = json_indent(source_bytes)
     if output.suffix.lower() == ".glb":
-        return _as_glb(doc, buffers, source), [], []
+        return _as_glb(doc, buffers, source, output)
     return _as_gltf(doc, buffers, source, output, changed, indent, embed)
 
 
-def _as_glb(doc: dict, buffers: list[bytes], source: Path) -> bytes:
+def _external_fallback(entry: dict) -> bool:
+    """A meshopt fallback buffer with data in a file of its own (gltfpack ``-cf``)."""
+    uri = entry.get("uri")
+    ext = entry.get("extensions") if isinstance(entry.get("extensions"), dict) else {}
+    return bool(uri) and not uri.startswith("data:") and any(
+        isinstance(ext.get(n), dict) and ext[n].get("fallback") is True for n in MESHOPT_EXTENSIONS)
+
+
+def _as_glb(doc: dict, buffers: list[bytes | None], source: Path,
+            output: Path) -> tuple[bytes, list[tuple[Path, bytes]], list[str]]:
     views = doc.get("bufferViews", [])
     bin_data = bytearray()
-    base = []
-    for raw in buffers:
+    base: list[int | None] = []
+    entries = doc.get("buffers") or [{}]
+    files: list[tuple[Path, bytes]] = []
+    for bi, raw in enumerate(buffers):
+        if raw is None or _external_fallback(entries[bi]):
+            base.append(None)
+            if raw is not None:
+                name = output.stem + (f"_{bi}" if files else "") + ".fallback.bin"
+                entries[bi]["uri"] = urllib.parse.quote(name)
+                files.append((output.parent / name, raw))
+            continue
         bin_data += b"\x00" * (-len(bin_data) % 4)
         base.append(len(bin_data))
         bin_data += raw
+    images = []
     for im in doc.get("images", []):
         uri = im.get("uri")
         if uri is None:
@@ -139,22 +164,31 @@ def _as_glb(doc: dict, buffers: list[bytes], source: Path) -> bytes:
         if mime is None:
             continue
         bin_data += b"\x00" * (-len(bin_data) % 4)
-        views.append({"buffer": 0, "byteOffset": len(bin_data), "byteLength": len(raw)})
+        images.append((im, {"buffer": 0, "byteOffset": len(bin_data), "byteLength": len(raw)}, mime))
         bin_data += raw
+    real = [bi for bi, b in enumerate(base) if b is not None]
+    placeholders = [bi for bi, b in enumerate(base) if b is None]
+    merged = 1 if bin_data or real else 0
+    number = {bi: 0 for bi in real} | {bi: merged + k for k, bi in enumerate(placeholders)}
+    for view in views:
+        _merge_reference(view, number, base)
+        for name in MESHOPT_EXTENSIONS:
+            ext = (view.get("extensions") or {}).get(name)
+            if isinstance(ext, dict):
+                _merge_reference(ext, number, base)
+    for im, view, mime in images:
+        views.append(view)
         im.pop("uri")
         im["bufferView"] = len(views) - 1
         im["mimeType"] = mime
     if views:
         doc["bufferViews"] = views
-    for view in views:
-        bi = int(view["buffer"])
-        if bi:
-            view["buffer"] = 0
-            view["byteOffset"] = int(view.get("byteOffset", 0)) + base[bi]
     if buffers or bin_data:
-        first = {k: v for k, v in (doc.get("buffers") or [{}])[0].items() if k != "uri"}
-        first["byteLength"] = len(bin_data)
-        doc["buffers"] = [first]
+        first = []
+        if merged:
+            first = [{k: v for k, v in entries[real[0]].items() if k != "uri"} if real else {}]
+            first[0]["byteLength"] = len(bin_data)
+        doc["buffers"] = first + [entries[bi] for bi in placeholders]
     js = _dump(doc, None)
     js += b" " * (-len(js) % 4)
     chunks = [struct.pack("<II", len(js), CHUNK_JSON), js]
@@ -162,7 +196,15 @@ def _as_glb(doc: dict, buffers: list[bytes], source: Path) -> bytes:
         bin_data += b"\x00" * (-len(bin_data) % 4)
         chunks += [struct.pack("<II", len(bin_data), CHUNK_BIN), bytes(bin_data)]
     body = b"".join(chunks)
-    return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body
+    return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body, files, []
+
+
+def _merge_reference(obj: dict, number: dict[int, int], base: list[int | None]) -> None:
+    """A ``buffer``/``byteOffset`` pair pointed into the merged BIN chunk (or a placeholder)."""
+    bi = int(obj["buffer"])
+    obj["buffer"] = number[bi]
+    if base[bi]:
+        obj["byteOffset"] = int(obj.get("byteOffset", 0)) + base[bi]
 
 
 def _as_gltf(doc, buffers, source, output, changed, indent, embed):
@@ -171,6 +213,9 @@ def _as_gltf(doc, buffers, source, output, changed, indent, embed):
     out_dir = output.parent
     taken: set[Path] = set()
     for bi, (entry, raw) in enumerate(zip(doc.get("buffers", []), buffers, strict=True)):
+        if raw is None:  # a fallback placeholder: no data anywhere
+            entry.pop("uri", None)
+            continue
         uri = entry.get("uri")
         if embed or (uri is not None and uri.startswith("data:") and changed[bi]):
             entry["uri"] = OCTET_STREAM + base64.b64encode(raw).decode("ascii")

@@ -15,7 +15,8 @@ old buffer view is copied into one new buffer, external and ``data:`` images bec
 views, and when every extension used is known not to refer to accessors or buffer views,
 those that nothing uses any more are dropped.
 Geometry-compression extensions of a rewritten primitive are removed (they would hold the
-old geometry).
+old geometry), and a meshopt-compressed source is written decoded (plain views in the one
+new buffer).
 
 References
 ----------
@@ -39,6 +40,7 @@ from .common import Refusal, one_line
 from .glb import decode_data_uri, image_mime, serialize_gltf
 from .gltf_document import COMPRESSION_EXTENSIONS, load_document, view_bytes
 from .gltf_read import triangle_slots
+from .gltf_types import MESHOPT_EXTENSIONS
 from .gltf_write import BinaryBuilder, primitive_accessors
 
 __all__ = ["write_gltf_into_source"]
@@ -111,13 +113,22 @@ def _slots_of(meshes: list[Mesh], doc: dict, path: Path, source: Path) -> list[t
 
 
 def _copy_views(doc: dict, buffers: list[bytes], builder: BinaryBuilder) -> None:
-    """Every old buffer view copied into the one new buffer, keeping its number."""
+    """Every old buffer view copied into the one new buffer, keeping its number; compressed
+    views are copied decoded (the one new buffer is plain)."""
     old_views = doc.get("bufferViews", [])
     doc["bufferViews"] = []
     for i, bv in enumerate(old_views):
         view, _ = view_bytes({"bufferViews": old_views}, buffers, i)
         extra = {k: v for k, v in bv.items() if k not in ("buffer", "byteOffset", "byteLength", "byteStride", "target")}
+        ext = {k: v for k, v in (extra.pop("extensions", None) or {}).items() if k not in MESHOPT_EXTENSIONS}
+        if ext:
+            extra["extensions"] = ext
         builder.add_view(view, target=bv.get("target"), stride=bv.get("byteStride"), extra=extra)
+    for key in ("extensionsUsed", "extensionsRequired"):
+        if key in doc:
+            doc[key] = [e for e in doc[key] if e not in MESHOPT_EXTENSIONS]
+            if not doc[key]:
+                del doc[key]
 
 
 def _embed_images(doc: dict, builder: BinaryBuilder, path: Path, source: Path) -> None:

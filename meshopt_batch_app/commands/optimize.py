@@ -1,7 +1,8 @@
 """``meshopt-batch optimize``: weld, reorder and renumber a mesh's draws for a GPU profile.
 
 Every vertex buffer of the file is optimized with the index buffers drawn from it
-(:func:`meshopt_batch.asset.optimize_file`): bit-identical vertices welded (``--no-weld``),
+(:func:`meshopt_batch.asset.optimize_file`): vertices equal by value welded (``--no-weld``;
+``--weld-tolerance EPS`` also welds float noise),
 each index buffer's triangles reordered for the target profile and kept in the input order
 when the new order does not predict fewer invocations, vertices renumbered in first-use
 order (``--keep-vertex-order``), the smallest index type (``--keep-index-type``),
@@ -11,9 +12,11 @@ copied with its position.
 
 The output format comes from the extension of ``-o`` (.obj, .ply, .glb, .gltf); a glTF
 written from a glTF keeps the input's document (only changed accessors rewritten, external
-files kept external and copied beside the output, ``--embed`` for data URIs).  Points and
-lines pass through; a file without triangles is copied through.  Each file is written
-atomically.
+files kept external and copied beside the output, ``--embed`` for data URIs) and its
+compression: meshopt-compressed views stay compressed, Draco is written with
+``EXT_meshopt_compression`` (``--compress`` / ``--no-compress``,
+:mod:`meshopt_batch.asset_delivery`).  Points and lines pass through; a file without
+triangles is copied through.  Each file is written atomically.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from meshopt_batch.limits import check_memory
 from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
 from meshopt_batch.optimizers.overdraw import check_threshold, overdraw_variant
 from meshopt_batch.profiles import get_profile
+from meshopt_batch.weld import check_tolerance
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..library.memory import estimate_memory, estimate_triangles
@@ -40,7 +44,7 @@ DEFAULT_PROFILE = "nvidia_gl"
 def add_parser(subparsers):
     p = subparsers.add_parser(
         "optimize", help="weld, reorder and renumber a mesh's draws for a GPU profile and write it",
-        description="Weld bit-identical vertices, reorder the triangles of every index buffer of MESH "
+        description="Weld vertices equal by value, reorder the triangles of every index buffer of MESH "
         "with the batch optimizer of paper 001 (Algorithm 2) or a classic method (keeping the input "
         "order where that predicts no more invocations), renumber vertices in first-use order, print "
         "the predicted ASR before and after for the target profile, and write OUT (format from its "
@@ -63,7 +67,7 @@ def add_parser(subparsers):
                    help="batch, tipsify: overdraw-aware order (Sander et al. 2007): the order's clusters "
                    "drawn outward-facing first, predicting at most T times its invocations (e.g. 1.05)")
     p.add_argument("--no-weld", action="store_true",
-                   help="keep bit-identical vertices apart (and non-indexed primitives without indices)")
+                   help="keep duplicate vertices apart (and non-indexed primitives without indices)")
     p.add_argument("--keep-vertex-order", action="store_true",
                    help="do not renumber vertices in first-use (vertex-fetch) order")
     p.add_argument("--keep-index-type", action="store_true",
@@ -73,6 +77,16 @@ def add_parser(subparsers):
     p.add_argument("--embed", action="store_true",
                    help=".gltf output: buffers and images as data: URIs (default: external files kept "
                    "external, copied beside the output)")
+    squeeze = p.add_mutually_exclusive_group()
+    squeeze.add_argument("--compress", dest="compress", action="store_const", const=True, default=None,
+                         help="glTF output: compress every vertex, index and animation buffer view with "
+                         "EXT_meshopt_compression (lossless; default: as the input came: a meshopt-compressed "
+                         "input stays compressed, a Draco input is written with EXT_meshopt_compression)")
+    squeeze.add_argument("--no-compress", dest="compress", action="store_const", const=False,
+                         help="glTF output: plain buffer views (a compressed or Draco input is decoded)")
+    p.add_argument("--weld-tolerance", metavar="EPS", default=None,
+                   help="also weld vertices whose float attributes other than POSITION and JOINTS differ by "
+                   "at most EPS per component (default: only vertices equal by value)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_library_arguments(p)
     p.set_defaults(func=run)
@@ -97,12 +111,20 @@ def run(args) -> int:
     if args.overdraw is not None:
         method = get_method(overdraw_variant(method.name))
         options["threshold"] = check_threshold(args.overdraw)
+    tolerance = 0.0
+    if args.weld_tolerance is not None:
+        if args.no_weld:
+            raise MeshoptBatchError("--weld-tolerance welds: it cannot go with --no-weld")
+        tolerance = check_tolerance(args.weld_tolerance)
     asset_options = AssetOptions(method, prof, options, weld=not args.no_weld,
                                  vertex_order=not args.keep_vertex_order, keep_index_type=args.keep_index_type,
-                                 drop_degenerate=args.drop_degenerate, embed=args.embed)
+                                 drop_degenerate=args.drop_degenerate, embed=args.embed, compress=args.compress,
+                                 weld_tolerance=tolerance)
     if src_path.is_dir():
         return optimize_directory(args, asset_options)
     reject_directory_options(args)
+    if args.compress is not None and out_path.suffix.lower() not in (".glb", ".gltf"):
+        raise MeshoptBatchError("--compress and --no-compress apply to .glb/.gltf output only")
     if src_path.is_file():
         size = src_path.stat().st_size      # a header's count is believed only as far as the bytes go
         check_memory(estimate_memory(size, min(estimate_triangles(src_path), size // 2)), f"optimizing {src_path}")
