@@ -133,6 +133,7 @@ from ...profiles import Profile, get_profile
 from ...reuse import as_index_array, predict
 from ..renumber import renumber_for_direct_cache
 from ..result import OptimizeResult
+from .aux import new_aux
 from .boundary16 import fix_16bit_boundaries
 from .fibheap_reference import run_reference
 from .state import BatchState
@@ -174,7 +175,8 @@ def _is_nvidia(prof: Profile) -> bool:
 
 def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidia_gl",
                    use_distance: bool = True, fix_16bit: bool | None = None, queue: str = "fast",
-                   coefficients: dict | None = None, **options) -> OptimizeResult:
+                   coefficients: dict | None = None, aux_profiles=(), aux_weights=(),
+                   **options) -> OptimizeResult:
     """Reorder triangles batch by batch for a GPU profile (paper 001, Algorithm 2).
 
     Parameters
@@ -232,8 +234,8 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     if fix_16bit is None:
         fix_16bit = _is_nvidia(prof)
     opt_prof = prof.with_16bit_boundaries(False) if (fix_16bit and prof.boundary_16bit) else prof
-    renumber = prof.memory == "direct" and bool(opts["renumber"])
-    if renumber:
+    renumber = prof.memory == "direct" and bool(opts["renumber"]) and not aux_profiles
+    if renumber or (prof.memory == "direct" and aux_profiles):
         # Reuse on a direct-mapped table depends on vertex numbers, which the renumbering
         # below sets: optimize the order for "every vertex of the batch stays reusable"
         # (a look-back over the whole batch), then number the vertices so that this holds.
@@ -255,7 +257,8 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
         return OptimizeResult(np.zeros((0, 3), np.uint32), np.arange(vcount, dtype=np.int64),
                               np.zeros(0, np.int64), {**stats, "seconds": 0.0, "vertices_out": vcount,
                                                       "vertex_copies": 0, "batches": 0})
-    state = BatchState(tris, vcount, opt_prof, coeffs, opts)
+    aux = new_aux(aux_profiles, aux_weights, vcount) if aux_profiles else None
+    state = BatchState(tris, vcount, opt_prof, coeffs, opts, aux)
     t1 = time.perf_counter()
     if queue == "fast":
         state.run_fast()

@@ -24,7 +24,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .layout import B_EMITTED, F_ACC, F_BITS, F_NEXT, F_PREV, F_PRIO, P_KR, ST_NTOUCH, ST_STEP
+from .aux import aux_after_emit
+from .layout import (
+    B_EMITTED,
+    F_ACC,
+    F_BITS,
+    F_NEXT,
+    F_PREV,
+    F_PRIO,
+    P_HEAVY,
+    P_KR,
+    ST_NTOUCH,
+    ST_STEP,
+)
 from .select import select_triangle
 from .steps import close_batch, emit_triangle
 
@@ -128,7 +140,7 @@ Q_BASE, Q_TOP, Q_LEFT, Q_NEXT, Q_NEED, Q_LEN = range(6)
 @njit(cache=True, _nrt=False)
 def _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces, nbr,
            opp, xoff, xadj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo, cls_off,
-           cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, head, bits, Q):
+           cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, aux, head, bits, Q):
     """The loop proper, free of reference counting (no allocation: ``_nrt=False``).  Returns 0
     when every face is emitted, 1 when a priority left the bucket range (``Q[Q_NEED]``): the
     caller grows the buckets and calls again, and the pending changes resume at ``Q[Q_NEXT]``."""
@@ -148,6 +160,8 @@ def _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff,
                 emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr,
                               opp, xoff, xadj, rs, vstate, bf, flist, bfsq, rspos, comp, cinfo, order, rots,
                               touched, cand, dlist, ring)
+                aux_after_emit(tris, ST, F, aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], voff,
+                               vfaces, P[P_HEAVY], touched, order, rots)
             else:
                 close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf,
                             bstarts, rspos, touched, cand, dlist)
@@ -181,7 +195,7 @@ def _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff,
 @njit(cache=True)
 def run_fast(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces, nbr,
              opp, xoff, xadj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo, cls_off,
-             cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring):
+             cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, aux):
     """Algorithm 2's loop: every step's changes are applied in one pass over the touched list
     (unlink, change, push front), in the order the step first touched the faces."""
     t_count = tris.shape[0]
@@ -207,7 +221,7 @@ def run_fast(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, vof
     Q[Q_NEXT] = -1
     while _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces,
                  nbr, opp, xoff, xadj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo,
-                 cls_off, cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, head, bits, Q):
+                 cls_off, cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, aux, head, bits, Q):
         head, bits, new_base = _bq_regrow(head, Q[Q_BASE], Q[Q_NEED], Q[Q_NEED])
         Q[Q_TOP] += Q[Q_BASE] - new_base
         Q[Q_BASE] = new_base

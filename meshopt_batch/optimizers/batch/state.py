@@ -25,6 +25,7 @@ from ...profiles import Profile
 from ...reuse import memory_code, new_memory
 from ...topology import vertex_faces
 from ...vertex_fetch import first_use_labels
+from .aux import aux_after_emit, no_aux
 from .layout import (
     F_PRIO,
     F_ROWS,
@@ -110,9 +111,11 @@ def _select_step(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_t
 
 @njit(cache=True)
 def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate, bf,
-               flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring, out_f, out_d):
+               flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring, aux, out_f, out_d):
     emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate,
                   bf, flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring)
+    aux_after_emit(tris, ST, F, aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], voff, vfaces, P[P_HEAVY],
+                   touched, order, rots)
     return take_changes(F, ST, touched, out_f, out_d)
 
 
@@ -140,9 +143,12 @@ class BatchState:
         Integer ``k_r, k_v, k_d, k_n`` (eq. 1-2).
     options : dict
         The full option set of :data:`~.optimizer.DEFAULT_OPTIONS`.
+    aux : tuple, optional
+        Auxiliary memories (:func:`~.aux.new_aux`: the other profiles of a target); none by
+        default.
     """
 
-    def __init__(self, tris, vertex_count, prof: Profile, coeffs: dict, options: dict):
+    def __init__(self, tris, vertex_count, prof: Profile, coeffs: dict, options: dict, aux=None):
         t_count = tris.shape[0]
         nv = max(vertex_count, 1)
         self.input_tris = tris
@@ -152,6 +158,7 @@ class BatchState:
             # except through a direct-mapped memory or the 16-bit block rule)
             tris = first_use_labels(tris, vertex_count)[tris].astype(np.int32)
         self.tris = tris
+        self.aux = aux if aux is not None else no_aux()
         self.scalars, pv, self.table = new_memory(prof, vertex_count)
         self.pv = pv.astype(np.int32)
         del pv
@@ -248,7 +255,7 @@ class BatchState:
                        self.table, self.voff, self.vfaces, self.nbr, self.opp, self.xoff, self.xadj, self.rs,
                        self.vstate, self.bf, self.flist, self.bfsq, self.rspos, self.comp,
                        self.cinfo, self.order, self.rots, self.touched, self.cand, self.dlist,
-                       self.ring, out_f, out_d)
+                       self.ring, self.aux, out_f, out_d)
         return out_f[:n], out_d[:n]
 
     def close_batch(self):
@@ -267,7 +274,7 @@ class BatchState:
                  self.opp, self.xoff, self.xadj, self.rs, self.vstate, self.bf, self.flist, self.bfsq, self.bstarts,
                  self.gmark, self.gval, self.rspos, self.comp, self.cinfo, self.cls_off,
                  self.cls_comps, self.cls_ptr, self.order, self.rots, self.touched, self.cand,
-                 self.dlist, self.ring)
+                 self.dlist, self.ring, self.aux)
 
     # results ---------------------------------------------------------------------------------
     def ordered_triangles(self, dtype=np.int64) -> np.ndarray:

@@ -468,6 +468,18 @@ def _compact_reusable_list(rs, rspos, vstate, ST):
 
 
 @njit(cache=True, _nrt=False)
+def clear_distances(F, ST, touched, dlist):
+    """Remove every face's ``D`` term (the region it measures to starts again)."""
+    for j in range(ST[ST_DL]):
+        f = dlist[j]
+        if F[f, F_BITS] & B_EMITTED == 0:
+            add_change(F, ST, touched, f, -F[f, F_DIST])
+        F[f, F_DIST] = 0
+        F[f, F_BITS] &= ~B_DLIST
+    ST[ST_DL] = 0
+
+
+@njit(cache=True, _nrt=False)
 def close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,
                 touched, cand, dlist):
     """Batch boundary (Algorithm 2, lines 33-41); the changes stay listed in ``touched``."""
@@ -483,13 +495,7 @@ def close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vsta
         vstate[v] &= ~V_REUSABLE
         _forget(v, d, F, ST, voff, vfaces, heavy, touched, cand)
     ST[ST_RS] = 0
-    for j in range(ST[ST_DL]):
-        f = dlist[j]
-        if F[f, F_BITS] & B_EMITTED == 0:
-            add_change(F, ST, touched, f, -F[f, F_DIST])
-        F[f, F_DIST] = 0
-        F[f, F_BITS] &= ~B_DLIST
-    ST[ST_DL] = 0
+    clear_distances(F, ST, touched, dlist)
     if not count_mode and kn != 0:
         for j in range(ST[ST_BF]):
             g = bf[j]
