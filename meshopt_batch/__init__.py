@@ -2,10 +2,12 @@
 
 The public API (the same functions the command line calls)::
 
-    from meshopt_batch import load_mesh, predict, optimize, save_mesh
+    from meshopt_batch import load_mesh, predict, optimize, optimize_file, save_mesh
     mesh = load_mesh("bunny.ply")
-    predict(mesh.triangles, "nvidia_gl").asr            # paper 001, Algorithm 1
-    tris = optimize(mesh.triangles, mesh.vertex_count, method="forsyth")
+    predict(mesh.triangles, mesh.vertex_count, profile="nvidia_gl").asr   # paper 001, Algorithm 1
+    result = optimize(mesh)                       # one order for every GPU family ("portable")
+    save_mesh(result.apply(mesh), "bunny_portable.ply")
+    optimize_file("asset.glb", "shipped.glb")     # a whole file, its document kept
 
 Names are imported lazily so that ``import meshopt_batch`` stays fast.
 """
@@ -25,6 +27,12 @@ _EXPORTS = {
     "load_meshes": "meshopt_batch.io",
     "save_mesh": "meshopt_batch.io",
     "optimize": "meshopt_batch.optimizers",
+    "OptimizeResult": "meshopt_batch.optimizers",
+    "optimize_file": "meshopt_batch.asset",
+    "AssetReport": "meshopt_batch.asset",
+    "Target": "meshopt_batch.targets",
+    "get_target": "meshopt_batch.targets",
+    "codec_bits": "meshopt_batch.index_codec",
     "vertex_faces": "meshopt_batch.topology",
     "valence": "meshopt_batch.topology",
     "face_adjacency": "meshopt_batch.topology",

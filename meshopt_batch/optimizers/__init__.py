@@ -30,7 +30,9 @@ that needs it.  A new optimizer is a module in this package plus one :func:`regi
 Contract of a method's function: ``fn(triangles, vertex_count, **params)`` (``profile=`` too
 when the method is registered with ``uses_profile=True``, ``positions=`` the ``(V, 3)`` vertex
 positions when registered with ``uses_positions=True``) returns either the reordered
-``(T, 3)`` index array or an :class:`OptimizeResult`.
+``(T, 3)`` index array or an :class:`OptimizeResult`.  A method that can optimize for a target
+of several profiles (:mod:`meshopt_batch.targets`) names a second function,
+``for_targets="module:function"``, called as ``fn(triangles, vertex_count, target=..., **params)``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ import numpy as np
 
 from ..errors import MeshoptBatchError
 from ..mesh import Mesh
-from ..profiles import Profile, get_profile
+from ..profiles import Profile
+from ..targets import Target, get_target
 from ._util import prepare
 from .result import OptimizeResult
 
@@ -62,8 +65,10 @@ __all__ = [
 
 #: The method the library and the command line use when none is named.
 DEFAULT_METHOD = "batch"
-#: The profile profile-aware methods optimize for when none is named.
-DEFAULT_PROFILE = "nvidia_gl"
+#: The target profile-aware methods optimize for when none is named (every GPU family).
+DEFAULT_PROFILE = "portable"
+#: The profile of a method that optimizes for one profile only, when none is named (paper 001's).
+SINGLE_PROFILE_DEFAULT = "nvidia_gl"
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,9 @@ class Method:
     uses_positions : bool
         The function takes ``positions=`` (the order depends on the geometry, not only the
         connectivity).
+    for_targets : str or None
+        ``"package.module:function"`` optimizing for a target of several profiles
+        (``target=``); ``None``: the method takes one profile.
     """
 
     name: str
@@ -93,33 +101,50 @@ class Method:
     uses_profile: bool = False
     requires: str | None = None
     uses_positions: bool = False
+    for_targets: str | None = None
+
+    @property
+    def default_profile(self) -> str:
+        """What the method optimizes for when no profile is named: ``portable`` where it can
+        take a target of several profiles, else ``nvidia_gl``."""
+        return DEFAULT_PROFILE if self.for_targets else SINGLE_PROFILE_DEFAULT
 
     @property
     def available(self) -> bool:
         """The optional package it needs (if any) is installed."""
         return self.requires is None or _has_module(self.requires)
 
-    def function(self):
-        """The implementing function (imported now)."""
+    def function(self, *, for_targets: bool = False):
+        """The implementing function (imported now); ``for_targets``: the one for a target of
+        several profiles."""
         if not self.available:
             raise MeshoptBatchError(
                 f"method {self.name!r} needs the optional package {self.requires!r} "
                 f"(pip install 'meshopt-batch[compare]')")
-        module_name, _, func_name = self.target.partition(":")
+        module_name, _, func_name = (self.for_targets if for_targets else self.target).partition(":")
         return getattr(importlib.import_module(module_name), func_name)
 
-    def run(self, triangles, vertex_count: int | None = None, *, profile: Profile | None = None,
+    def run(self, triangles, vertex_count: int | None = None, *, profile: Profile | Target | None = None,
             positions=None, **params) -> OptimizeResult:
         """Run the method on an index buffer; see :func:`optimize`."""
         tris, vcount = prepare(triangles, vertex_count)
+        fn = None
         if self.uses_profile:
-            params["profile"] = profile if profile is not None else get_profile(DEFAULT_PROFILE)
+            target = get_target(profile if profile is not None else self.default_profile)
+            if target.single:
+                params["profile"] = target.first
+            elif self.for_targets is None:
+                raise MeshoptBatchError(f"method {self.name!r} optimizes for one profile, not the target "
+                                        f"{target.name!r}: name one with --profile/-p")
+            else:
+                params["target"] = target
+                fn = self.function(for_targets=True)
         if self.uses_positions:
             if positions is None:
                 raise MeshoptBatchError(f"method {self.name!r} needs the vertex positions "
                                         "(optimize_mesh, or optimize(..., positions=))")
             params["positions"] = positions
-        out = self.function()(tris, vcount, **params)
+        out = (fn or self.function())(tris, vcount, **params)
         if isinstance(out, np.ndarray):
             result = OptimizeResult(out)
         elif isinstance(out, OptimizeResult):
@@ -137,9 +162,9 @@ CLASSIC_METHODS = ("hoppe", "kcache", "tipsify", "forsyth")
 
 
 def register(name: str, target: str, title: str | None = None, *, uses_profile: bool = False,
-             requires: str | None = None, uses_positions: bool = False) -> Method:
+             requires: str | None = None, uses_positions: bool = False, for_targets: str | None = None) -> Method:
     """Register an optimizer by ``"module:function"`` (imported lazily); returns its Method."""
-    METHODS[name] = Method(name, target, title or name, uses_profile, requires, uses_positions)
+    METHODS[name] = Method(name, target, title or name, uses_profile, requires, uses_positions, for_targets)
     return METHODS[name]
 
 
@@ -148,7 +173,8 @@ register("hoppe", "meshopt_batch.optimizers.hoppe:optimize_hoppe", "Hoppe")
 register("kcache", "meshopt_batch.optimizers.kcache:optimize_kcache", "K-Cache")
 register("tipsify", "meshopt_batch.optimizers.tipsify:optimize_tipsify", "Tipsify")
 register("forsyth", "meshopt_batch.optimizers.forsyth:optimize_forsyth", "TomF")
-register("batch", "meshopt_batch.optimizers.batch:optimize_batch", "Batching", uses_profile=True)
+register("batch", "meshopt_batch.optimizers.batch:optimize_batch", "Batching", uses_profile=True,
+         for_targets="meshopt_batch.optimizers.batch.portable:optimize_for_target")
 register("meshoptimizer", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache",
          "meshopt", requires="meshoptimizer")
 register("meshoptimizer_fifo", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache_fifo",
@@ -213,20 +239,23 @@ def _checked(name: str, original, tris: np.ndarray, vcount: int, result: Optimiz
 
 
 def optimize(triangles, vertex_count: int | None = None, *, method: str | Method = DEFAULT_METHOD,
-             profile: str | Profile | None = DEFAULT_PROFILE, positions=None, **params) -> OptimizeResult:
+             profile: str | Profile | Target | None = None, positions=None, **params) -> OptimizeResult:
     """Reorder an index buffer with one registered method.
 
     Parameters
     ----------
-    triangles : (T, 3) integer array_like
-        Index buffer.
+    triangles : (T, 3) integer array_like, trimesh.Trimesh or Mesh
+        Index buffer, or a mesh (its faces and vertex count, and its positions for the methods
+        that need them); ``result.apply(mesh)`` then gives the same kind of mesh back.
     vertex_count : int, optional
-        Vertex buffer size (default: largest index + 1).
+        Vertex buffer size (default: the mesh's, or the largest index + 1).
     method : str or Method, keyword-only
         A name from :data:`METHODS` (default ``batch``).
-    profile : str or Profile, keyword-only
-        GPU profile that profile-aware methods (``batch``) optimize for (default and ``None``:
-        ``nvidia_gl``); the others ignore it.
+    profile : str, Profile or Target, keyword-only
+        What profile-aware methods (``batch``) optimize for: a profile, or a target of several
+        (:func:`meshopt_batch.targets.get_target`: ``"portable"``, ``"nvidia_gl,amd"``...);
+        default: ``portable`` (``nvidia_gl`` for the methods that take one profile only, the
+        overdraw variants).  The others ignore it.
     positions : (V, 3) array_like, keyword-only
         Vertex positions, for the methods that need them (``batch+overdraw``...); the others
         ignore them.
@@ -239,6 +268,14 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
     OptimizeResult
         ``triangles`` in the input's integer type; ``vertex_remap`` when the vertex buffer changed.
 
+    Examples
+    --------
+    >>> import trimesh
+    >>> from meshopt_batch import optimize
+    >>> mesh = trimesh.creation.icosphere(3)
+    >>> result = optimize(mesh)                     # one order for every GPU family
+    >>> shipped = result.apply(mesh)                # a new Trimesh, attributes renumbered
+
     References
     ----------
     .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
@@ -246,12 +283,26 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
        Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 2.
     """
     m = get_method(method)
-    prof = get_profile(profile if profile is not None else DEFAULT_PROFILE) if m.uses_profile else None
-    return m.run(triangles, vertex_count, profile=prof, positions=positions, **params)
+    triangles, vertex_count, mesh_positions = _index_buffer_of(triangles, vertex_count)
+    if positions is None:
+        positions = mesh_positions
+    target = get_target(profile if profile is not None else m.default_profile) if m.uses_profile else None
+    return m.run(triangles, vertex_count, profile=target, positions=positions, **params)
+
+
+def _index_buffer_of(data, vertex_count):
+    """(triangles, vertex count, positions or None) of an index buffer, a Mesh or a Trimesh."""
+    if isinstance(data, Mesh):
+        return data.triangles, vertex_count or data.vertex_count, data.positions
+    faces = getattr(data, "faces", None)
+    vertices = getattr(data, "vertices", None)
+    if faces is not None and vertices is not None and not isinstance(data, np.ndarray):
+        return np.asarray(faces), vertex_count or len(vertices), np.asarray(vertices)
+    return data, vertex_count, None
 
 
 def optimize_mesh(mesh: Mesh, *, method: str | Method = DEFAULT_METHOD,
-                  profile: str | Profile = DEFAULT_PROFILE, **params) -> Mesh:
+                  profile: str | Profile | Target | None = None, **params) -> Mesh:
     """``mesh`` with its triangles reordered by ``method`` (and its vertex buffer renumbered or
     grown where the method does so; every attribute follows its vertex).  See :func:`optimize`."""
     return optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile,

@@ -43,15 +43,25 @@ class OptimizeResult:
             return 0
         return int(len(self.vertex_remap) - len(np.unique(self.vertex_remap)))
 
-    def apply(self, mesh: Mesh) -> Mesh:
+    def apply(self, mesh):
         """``mesh`` with this order, and its vertex buffer gathered through the remap (every
         attribute travels with its position).
+
+        Parameters
+        ----------
+        mesh : Mesh or trimesh.Trimesh
+            The mesh the result was made for.  A ``Trimesh`` comes back as a new ``Trimesh``
+            (nothing merged or reordered by trimesh): vertices, vertex normals, texture
+            coordinates, vertex colours and every ``vertex_attributes`` entry renumbered;
+            face attributes reordered with the faces.
 
         Raises
         ------
         MeshoptBatchError
             The result was made for another mesh (triangle count differs).
         """
+        if not isinstance(mesh, Mesh):
+            return self._apply_trimesh(mesh)
         if self.triangles.shape[0] != mesh.triangle_count:
             raise MeshoptBatchError(
                 f"{mesh.name or 'mesh'}: optimizer result has {self.triangles.shape[0]} triangles, "
@@ -59,3 +69,50 @@ class OptimizeResult:
         if self.vertex_remap is None:
             return mesh.with_triangles(self.triangles)
         return mesh.with_vertices(self.vertex_remap, self.triangles)
+
+    def face_order(self, source_triangles) -> np.ndarray:
+        """``new face -> source face``: where each output triangle came from (every optimizer
+        keeps a triangle's corners in cyclic order, so a triangle is found by its corner set)."""
+        src = np.asarray(source_triangles, np.int64).reshape(-1, 3)
+        out = np.asarray(self.triangles, np.int64).reshape(-1, 3)
+        if self.vertex_remap is not None:
+            out = np.asarray(self.vertex_remap, np.int64)[out]
+        keys_src = np.sort(src, axis=1)
+        keys_out = np.sort(out, axis=1)
+        rank_src = np.lexsort(keys_src.T[::-1])
+        rank_out = np.lexsort(keys_out.T[::-1])
+        if not np.array_equal(keys_src[rank_src], keys_out[rank_out]):
+            raise MeshoptBatchError("optimizer result does not hold the source's triangles")
+        order = np.empty(len(out), np.int64)
+        order[rank_out] = rank_src
+        return order
+
+    def _apply_trimesh(self, mesh):
+        import trimesh  # lazy: only a caller with trimesh meshes needs it
+
+        faces = np.asarray(mesh.faces)
+        if self.triangles.shape[0] != faces.shape[0]:
+            raise MeshoptBatchError(f"trimesh: optimizer result has {self.triangles.shape[0]} triangles, "
+                                    f"the mesh {faces.shape[0]}")
+        count = len(mesh.vertices)
+        source = np.arange(count) if self.vertex_remap is None else np.asarray(self.vertex_remap, np.int64)
+        face_source = self.face_order(faces)
+
+        def per_vertex(values):
+            values = np.asarray(values)
+            return values[source] if values.ndim and len(values) == count else values
+
+        kwargs = {"vertex_attributes": {k: per_vertex(v) for k, v in mesh.vertex_attributes.items()},
+                  "face_attributes": {k: np.asarray(v)[face_source] for k, v in mesh.face_attributes.items()
+                                      if np.ndim(v) and len(v) == len(faces)}}
+        kwargs["vertex_normals"] = per_vertex(mesh.vertex_normals)
+        visual = mesh.visual.copy() if mesh.visual is not None else None
+        if visual is not None and getattr(visual, "kind", None) == "texture" and visual.uv is not None:
+            visual.uv = per_vertex(visual.uv)
+        elif visual is not None and getattr(visual, "kind", None) == "vertex":
+            visual = trimesh.visual.ColorVisuals(vertex_colors=per_vertex(visual.vertex_colors))
+        elif visual is not None and getattr(visual, "kind", None) == "face":
+            visual = trimesh.visual.ColorVisuals(face_colors=np.asarray(visual.face_colors)[face_source])
+        return trimesh.Trimesh(vertices=per_vertex(mesh.vertices), faces=np.asarray(self.triangles, np.int64),
+                               visual=visual, process=False, validate=False, metadata=dict(mesh.metadata),
+                               **kwargs)

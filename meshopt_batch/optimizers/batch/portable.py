@@ -1,0 +1,267 @@
+"""One triangle order for several GPUs at once: the batch optimizer for a target of profiles.
+
+An asset is built once and drawn on every GPU its users own.  For a :class:`~meshopt_batch.
+targets.Target` of several profiles (``portable``: NVIDIA under OpenGL and Direct3D, AMD,
+Intel and llvmpipe) the order is judged on every profile, as the ratio of its predicted
+invocations (paper 001, Algorithm 1) to those of the order asset pipelines ship today,
+meshoptimizer's ``optimize_vertex_cache`` with first-use vertex numbering.
+
+Objective
+---------
+Among the orders below, the one with the lowest mean ratio over the target's profiles, taken
+only from those that predict no more invocations than meshoptimizer's order *and* than the
+input's on every profile, and whose index-codec size (:mod:`meshopt_batch.index_codec`) is at
+most :data:`CODEC_SLACK` times meshoptimizer's; when none qualifies, meshoptimizer's own (or,
+where that is worse than the input somewhere, the best of ours that is not).  So the result
+is never worse than what a pipeline ships today on any GPU of the target, and better on each
+where an order achieves it; the caller keeps the input where nothing beats it everywhere
+(:mod:`meshopt_batch.vertex_set`).
+
+Candidate orders
+----------------
+Algorithm 2 of paper 001 forms batches for one profile.  Here the *primary* profile forms the
+batches and every other order-dependent profile of the target is tracked as an *auxiliary
+memory* (:mod:`.aux`): its own Algorithm 1 on the same index stream, adding ``w_m`` per vertex
+it would reuse to eq. 1's priority,
+
+    p = k_r R_primary + sum_m w_m R_m + k_v V + k_d D + k_n N.
+
+The primary's batches are the strictest ones the target knows (the paper's "jump" is free
+only where every GPU starts a batch anyway), and the auxiliary terms decide where the next
+batch starts and, among equal primary reuse, the order inside it -- the cache-like rules
+(Hoppe 1999's and Lin & Yu 2006's caches, Forsyth 2006's scores) reward the locality the
+batch optimizer alone gives up at its jumps.  Two candidates are made: the strictest batch
+rule as primary (NVIDIA's 32 vertices / 96 indices) and the next distinct one (AMD's fixed
+384-index batches with an LRU of 15), each with the others as auxiliary memories (above
+:data:`LARGE` triangles only the first, without ``D``, for speed); the first
+with ``k_v`` = :data:`PRIMARY_VALENCE` (finishing vertices off keeps the sweep of batches
+closed, which a global FIFO like Intel's rewards).  The weights :data:`AUX_WEIGHTS` were tuned
+on bunny, armadillo_86k, the procedural torus and BrainStem's primitives 25 and 42, and are
+reported on the other shared meshes and glTF primitives (``benchmarks/bench_portable.py``).
+
+Where the input predicts fewer invocations on some profile than every candidate (an input in
+rows is about as good as it gets for Intel's long FIFO), the order made for that profile alone
+is tried as well, so that an order no worse than the input everywhere can still be found.
+
+Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
+table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
+boundary fix's numbering (paper 001 sec. 4) and NVIDIA's profiles are judged with the 2^16
+block rule (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`).
+
+References
+----------
+Kerbl, B., Kenzel, M., Ivanchenko, E., Schmalstieg, D., Steinberger, M. (2018).  Revisiting
+the Vertex Cache.  Proc. ACM Comput. Graph. Interact. Tech. 1(2) (paper 001: Algorithms 1-2,
+eq. 1-2, sec. 3.3-4).
+Hoppe, H. (1999).  Optimization of mesh locality for transparent vertex caching.  SIGGRAPH.
+Lin, G., Yu, T. P.-Y. (2006).  An improved vertex caching scheme for 3D mesh rendering.  IEEE
+TVCG 12(4).
+Forsyth, T. (2006).  Linear-speed vertex cache optimisation.
+Kapoulkine, A.  meshoptimizer (``optimize_vertex_cache``, ``encode_index_buffer``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import meshoptimizer
+import numpy as np
+
+from ...errors import MeshoptBatchError
+from ...index_codec import codec_bits
+from ...reuse import as_index_array, predict
+from ...targets import Target
+from ...vertex_fetch import first_use_order
+from ..result import OptimizeResult
+from .optimizer import optimize_batch
+
+__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "PRIMARY_VALENCE", "optimize_for_target"]
+
+#: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
+#: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
+#: direct-mapped table (llvmpipe, tracked as its batch), fixed vertex groups.
+AUX_WEIGHTS = {"lookback": 512, "lookback_dx": 512, "fifo": 512, "lru": 256, "direct": 256}
+#: ``k_v`` of the candidate whose primary is the strictest batch rule (eq. 2's is -4).
+PRIMARY_VALENCE = -128
+#: A candidate's index-codec size may exceed meshoptimizer's order's by this factor.
+CODEC_SLACK = 1.03
+#: Above this many triangles only the first candidate is made, without the ``D`` term (the
+#: faster variant of paper 001 sec. 4), so the whole stays within 10x meshoptimizer's time.
+LARGE = 1 << 18
+
+
+def _strictness(profile) -> tuple:
+    """Sort key: the smallest batches first (unique-vertex bound, then index bound)."""
+    big = 1 << 62
+    return (profile.max_uniques or big, profile.max_size or big)
+
+
+def _same_rule(a, b) -> bool:
+    """Two profiles whose batches and look-back reuse coincide closely enough that tracking
+    one tracks the other (NVIDIA under OpenGL and Direct3D)."""
+    lookback = ("lookback", "lookback_dx")
+    return (a.max_size, a.max_uniques) == (b.max_size, b.max_uniques) and a.memory in lookback and b.memory in lookback
+
+
+def _primaries(profiles) -> list:
+    """The strictest batch rule of the target and the next distinct one (or the first profile
+    when none forms batches)."""
+    batched = sorted((p for p in profiles if p.batched), key=_strictness)
+    out = []
+    for p in batched:
+        if all(not _same_rule(p, q) and (p.max_size, p.max_uniques, p.memory) != (q.max_size, q.max_uniques, q.memory)
+               for q in out):
+            out.append(p)
+        if len(out) == 2:
+            break
+    return out or [profiles[0]]
+
+
+def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_16bit, options, valence=None):
+    """Algorithm 2 with ``primary`` forming the batches and the other profiles of the target as
+    auxiliary memories: (triangles, new -> old vertex or None)."""
+    aux = [p.with_16bit_boundaries(False) for p in profiles
+           if p is not primary and not _same_rule(p, primary) and p.memory in AUX_WEIGHTS]
+    res = optimize_batch(tris, vcount, profile=primary, use_distance=use_distance, queue=queue, fix_16bit=fix_16bit,
+                         coefficients=None if valence is None else {"k_v": valence}, aux_profiles=aux,
+                         aux_weights=[AUX_WEIGHTS[p.memory] for p in aux], **options)
+    out = np.asarray(res.triangles, np.int64)
+    remap = np.asarray(res.vertex_remap, np.int64)
+    if remap.shape[0] == vcount and np.array_equal(remap, np.arange(vcount)):
+        return out, None
+    return out, remap
+
+
+def _meshoptimizer_candidate(tris, vcount):
+    flat = np.ascontiguousarray(tris, np.uint32).reshape(-1)
+    dst = np.empty_like(flat)
+    meshoptimizer.optimize_vertex_cache(dst, flat, flat.size, vcount)
+    return dst.reshape(-1, 3).astype(np.int64), None
+
+
+def _numbered(tris, remap, vcount):
+    """(triangles, new -> old vertex) with the vertices in first-use order, unless the order
+    came with its own numbering (the 16-bit fix)."""
+    if remap is not None:
+        return tris, remap
+    order = first_use_order([tris], vcount)
+    inverse = np.empty(vcount, np.int64)
+    inverse[order] = np.arange(vcount, dtype=np.int64)
+    return inverse[tris], order
+
+
+class _Pool:
+    """Candidate orders, each numbered and predicted once on every profile of the target, and
+    the choice among them (see the module docstring)."""
+
+    def __init__(self, tris: np.ndarray, vertex_count: int, target: Target):
+        self.target = target
+        self.vertex_count = vertex_count
+        self.judged: dict = {}
+        self.input = [predict(tris, vertex_count, profile=p).invocations
+                      for p in target.evaluation_profiles(vertex_count)]
+
+    def add(self, name: str, candidate) -> None:
+        numbered, source = _numbered(*candidate, self.vertex_count)
+        inv = {p.name: predict(numbered, source.shape[0], profile=p).invocations
+               for p in self.target.evaluation_profiles(source.shape[0])}
+        self.judged[name] = [numbered, source, inv, None]
+
+    def codec(self, name: str) -> float:
+        entry = self.judged[name]
+        if entry[3] is None:
+            entry[3] = codec_bits(entry[0], entry[1].shape[0]).raw
+        return entry[3]
+
+    def mean_ratio(self, entry) -> float:
+        ref = self.judged["meshoptimizer"][2].values()
+        return float(np.mean([a / max(b, 1) for a, b in zip(entry[2].values(), ref, strict=True)]))
+
+    def _dominates(self, name: str, inv) -> bool:
+        return all(a <= b for a, b in zip(self.judged[name][2].values(), inv, strict=True))
+
+    def choose(self) -> str | None:
+        """Ours that is no worse than meshoptimizer's and the input on every profile (codec
+        within :data:`CODEC_SLACK`); else meshoptimizer's if it is no worse than the input;
+        else ours that is no worse than the input; else None."""
+        ours = [n for n in self.judged if n != "meshoptimizer"]
+        ref = list(self.judged["meshoptimizer"][2].values())
+        best = [n for n in ours if self._dominates(n, ref) and self._dominates(n, self.input)
+                and self.codec(n) <= CODEC_SLACK * self.codec("meshoptimizer")]
+        if not best:
+            if self._dominates("meshoptimizer", self.input):
+                return "meshoptimizer"
+            best = [n for n in ours if self._dominates(n, self.input)]
+        return min(best, key=lambda n: self.mean_ratio(self.judged[n])) if best else None
+
+    def input_wins(self, profiles) -> list:
+        """The profiles (of ``profiles``, the target's order-dependent ones) on which the input
+        predicts fewer invocations than every candidate."""
+        judged_as = self.target.evaluation_profiles(self.vertex_count)
+        wins = set()
+        for k, q in enumerate(judged_as):
+            if self.input[k] < min(entry[2][q.name] for entry in self.judged.values()):
+                wins.add(self.target.profiles[k].name)
+        return [p for p in profiles if p.name in wins]
+
+
+def optimize_for_target(triangles, vertex_count: int | None = None, *, target: Target, use_distance: bool = True,
+                        queue: str = "fast", fix_16bit: bool | None = None, **options) -> OptimizeResult:
+    """Reorder an index buffer for every profile of ``target`` at once (see the module docstring).
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        Index buffer.
+    vertex_count : int, optional
+        Vertex buffer size (default: largest index + 1).
+    target : Target, keyword-only
+        Two or more profiles (one profile is :func:`~.optimizer.optimize_batch`'s job).
+    use_distance, queue, fix_16bit, **options
+        As :func:`~.optimizer.optimize_batch`, for every batch candidate.
+
+    Returns
+    -------
+    OptimizeResult
+        ``triangles`` in the new numbering, ``vertex_remap`` (new -> original vertex: the
+        first-use order, or the 16-bit fix's vertices and copies); ``stats``: the chosen
+        candidate, every candidate's predicted invocations per profile and codec bits, timings.
+    """
+    t0 = time.perf_counter()
+    tris, vcount = as_index_array(triangles, vertex_count)
+    if tris.shape[0] == 0:
+        return OptimizeResult(np.zeros((0, 3), np.uint32), None, None, {"candidate": "empty", "seconds": 0.0})
+    profiles = target.ordered
+    if not profiles:
+        raise MeshoptBatchError(f"target {target.name!r}: no profile depends on the triangle order")
+    tris64 = np.asarray(tris, np.int64)
+    pool = _Pool(tris64, vcount, target)
+    primaries = _primaries(profiles)
+    large = tris.shape[0] > LARGE
+    for k, primary in enumerate(primaries[:1] if large else primaries):
+        pool.add(f"batch@{primary.name}", _batch_candidate(
+            tris64, vcount, primary, profiles, use_distance and not large, queue, fix_16bit, options,
+            valence=PRIMARY_VALENCE if k == 0 and len(primaries) > 1 else None))
+    pool.add("meshoptimizer", _meshoptimizer_candidate(tris64, vcount))
+    chosen = pool.choose()
+    if chosen is None:
+        # the input beats every order so far on some profile: try the order made for that
+        # profile alone (an input in rows is as good as it gets for a long FIFO, Intel's)
+        for p in pool.input_wins(profiles):
+            if f"batch@{p.name}" not in pool.judged:
+                pool.add(f"batch@{p.name}", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
+                                                            queue, fix_16bit, options))
+        chosen = pool.choose()
+    chosen = chosen or "meshoptimizer"
+    judged, mean_ratio = pool.judged, pool.mean_ratio
+    numbered, source, inv, _ = judged[chosen]
+    out = numbered.astype(np.uint32)
+    if np.asarray(triangles).dtype == np.uint16 and source.shape[0] <= (1 << 16):
+        out = out.astype(np.uint16)
+    stats = {"target": target.name, "candidate": chosen, "invocations": dict(inv),
+             "candidates": {name: {"invocations": dict(e[2]), "codec_bits": e[3], "mean_ratio": mean_ratio(e)}
+                            for name, e in judged.items()},
+             "reference_codec_bits": pool.codec("meshoptimizer"),
+             "triangles": int(tris.shape[0]), "vertices_in": int(vcount), "vertices_out": int(source.shape[0]),
+             "vertex_copies": int(source.shape[0] - vcount), "seconds": time.perf_counter() - t0}
+    return OptimizeResult(out, source, None, stats)
