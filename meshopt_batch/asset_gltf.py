@@ -4,7 +4,7 @@
 triangle primitives by shared vertex data (:func:`meshopt_batch.io.gltf_draws.census`),
 optimizes every vertex set with its index buffers
 (:func:`meshopt_batch.vertex_set.optimize_vertex_set`: weld, triangle order, vertex-fetch
-order, never worse than the input for the target profile), patches the document
+order, never worse than the input on any profile of the target), patches the document
 (:class:`meshopt_batch.io.gltf_layout.DocumentEditor`) and packages the files
 (:func:`meshopt_batch.io.gltf_output.package_gltf`).
 
@@ -54,7 +54,8 @@ from .io.gltf_layout import DocumentEditor, accessor_span
 from .io.gltf_output import local_uri, package_gltf, resource_files, same_file
 from .profiles import Profile
 from .reuse import Prediction, predict
-from .vertex_set import BufferOutcome, SetOptions, SetOutcome, optimize_vertex_set
+from .targets import Target
+from .vertex_set import BufferOutcome, SetOptions, SetOutcome, judged, optimize_vertex_set
 
 __all__ = ["GltfResult", "JSON_PER_NEW_OBJECT", "index_dtype", "optimize_gltf"]
 
@@ -105,6 +106,13 @@ def index_dtype(max_index: int, stored: np.dtype | None, keep: bool) -> np.dtype
 def _prediction(tris: np.ndarray, vertex_count: int, profile: Profile) -> Prediction:
     # int64 as the optimizer's buffers: one compiled kernel serves every buffer of the file
     return predict(np.asarray(tris, np.int64), vertex_count, profile=profile)
+
+
+def _by_profile(target: Target, before: list[int], after: list[int], count_out: int) -> dict:
+    """Per profile of the target (named as judged: ``+16bit`` over 2^16 vertices), the draw's
+    invocations before and after."""
+    return {q.name: {"before": b, "after": a}
+            for q, b, a in zip(target.evaluation_profiles(count_out), before, after, strict=True)}
 
 
 def _position_buffer(doc: dict, vset: VertexSet) -> int:
@@ -179,7 +187,7 @@ def _mesh_names(doc: dict) -> dict[int, str]:
 
 def _draw_record(draw, buf: IndexBuffer, out: BufferOutcome | None, outcome: SetOutcome | None, vset: VertexSet,
                  before: Prediction, after: Prediction, types: tuple[str, str], profile: Profile,
-                 extra: dict) -> dict:
+                 extra: dict, by_profile: dict | None = None) -> dict:
     rec = {"name": draw.name, "mesh": draw.mesh, "primitive": draw.primitive,
            "mode": MODE_NAMES[buf.mode], "triangles": before.triangles,
            "vertices_before": outcome.vertices_before if outcome else None,
@@ -188,6 +196,8 @@ def _draw_record(draw, buf: IndexBuffer, out: BufferOutcome | None, outcome: Set
                      "batches": before.batches}
     rec["after"] = {"profile": profile.name, "invocations": after.invocations, "asr": after.asr,
                     "batches": after.batches}
+    if by_profile is not None:
+        rec["profiles"] = by_profile
     rec["order"] = out.order if out else "input"
     locked = buf.locked or vset.locked
     rec["vertex_order"] = f"kept: {locked}" if locked else outcome.vertex_order
@@ -268,9 +278,10 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
     result = GltfResult(notes=list(notes))
     if not sets:
         result.notes.append("no triangle primitives: the file is copied through")
-    set_options = SetOptions(options.method, options.profile, dict(options.method_params), weld=options.weld,
+    target = options.target
+    set_options = SetOptions(options.method, target, dict(options.method_params), weld=options.weld,
                              vertex_order=options.vertex_order, drop_degenerate=options.drop_degenerate)
-    prof = options.profile
+    prof = target.first
     editor = DocumentEditor(doc, buffers, units=delivery.editor_units(got, form))
     fixed = {b.accessor for v in sets for b in v.buffers if delivery.fixed_index_type(got, form, b.accessor)}
     stored = delivery.stored_form(got) if options.weld or costs else None
@@ -306,6 +317,7 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
                 tri_in = buf.triangles(doc, buffers, count)
                 types = ("locked", "locked")
                 p_in = p_out = _prediction(tri_in, count, prof)
+                every = _by_profile(target, judged(tri_in, count, target), judged(tri_in, count, target), count)
             else:
                 keep_type = options.keep_index_type or buf.accessor in fixed
                 t_in, t_out, added = _write_buffer(editor, doc, vset, buf, out, outcome, count, keep_type,
@@ -314,12 +326,14 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
                 result.added_bytes += added
                 p_in = _prediction(tri_in, count, prof)
                 p_out = _prediction(out.triangles, outcome.vertices_after, prof)
+                every = _by_profile(target, list(out.before_all.values()), list(out.after_all.values()),
+                                    outcome.vertices_after)
             extra = {}
             if out is not None and options.method.name == "batch":
                 extra = {"vertex_copies": outcome.copies, "renumbered": outcome.source is not None}
             for d in buf.draws:
                 result.draws.append(_draw_record(d, buf, out, outcome if out else None, vset, p_in, p_out,
-                                                 types, prof, extra))
+                                                 types, prof, extra, every))
                 result.before.append(p_in)
                 result.after.append(p_out)
                 result.vertices_before.append(count)
@@ -368,10 +382,13 @@ def _measure_decoded(packed, result: GltfResult, options) -> None:
         result.rotated[i] = int(view)
         flat = read_accessor(doc, packed.decoded, int(prim["indices"]))[0].reshape(-1).astype(np.int64)
         tris = strip_fan_to_list(flat, int(prim.get("mode", 4)))
-        got = _prediction(tris, result.vertices_after[i], options.profile)
+        got = _prediction(tris, result.vertices_after[i], options.target.first)
         result.after[i] = got
-        rec["after"] = {"profile": options.profile.name, "invocations": got.invocations, "asr": got.asr,
+        rec["after"] = {"profile": options.target.first.name, "invocations": got.invocations, "asr": got.asr,
                         "batches": got.batches}
+        count = result.vertices_after[i]
+        for p, inv in zip(options.target.evaluation_profiles(count), judged(tris, count, options.target), strict=True):
+            rec["profiles"][p.name]["after"] = inv
 
 
 def _predicts_more(rec: dict) -> bool:

@@ -4,7 +4,8 @@ A file's draws share vertex data: a glTF primitive has its own vertex accessors 
 them with other primitives, and an OBJ/PLY file is one vertex buffer with one index buffer.
 :func:`optimize_vertex_set` takes one such vertex buffer (as the byte records of its
 vertices, :func:`meshopt_batch.weld.vertex_records`) and every index buffer over it, and
-decides, for the target profile:
+decides, for the target (:mod:`meshopt_batch.targets`: one profile, or a set such as
+``portable``):
 
 1. **Weld** (``weld=True``): bit-identical vertices merge into one
    (:mod:`meshopt_batch.weld`); every index buffer is rewritten through the same map.
@@ -12,21 +13,23 @@ decides, for the target profile:
    or dropped with ``drop_degenerate=True``.
 3. **Triangle order**: each index buffer is reordered by the chosen method
    (:func:`meshopt_batch.optimizers.optimize`), and the new order is kept only when it
-   predicts *fewer* invocations than the buffer's input order (paper 001, Algorithm 1);
-   otherwise the input order stays.  An overdraw-aware method (``batch+overdraw``...) trades
+   predicts *fewer* invocations than the buffer's input order (paper 001, Algorithm 1) --
+   for a target of several profiles, no more on *each* of them and fewer on one; otherwise
+   the input order stays.  An overdraw-aware method (``batch+overdraw``...) trades
    invocations for overdraw by its ``threshold`` ``T``: its order is kept when it predicts at
    most ``T`` times the input's invocations.  A method's own vertex renumbering or copies (the batch
    method's 16-bit fix and llvmpipe renumbering) are taken only when one index buffer uses the
    vertex buffer; with several, the order is kept in the shared numbering.
 4. **Vertex-fetch order** (``vertex_order=True``): vertices are renumbered in first-use
    order (:mod:`meshopt_batch.vertex_fetch`), one numbering for every index buffer of the
-   set, unless that raises any buffer's predicted invocations under a profile that depends
-   on vertex numbers (the target when it is direct-mapped, like llvmpipe, or has the 2^16
-   rule; NVIDIA's look-back profiles also under their ``+16bit`` model once the buffer holds
-   more than 2^16 vertices).
+   set, unless that raises any buffer's predicted invocations under a profile of the target
+   that depends on vertex numbers (direct-mapped, like llvmpipe, or with the 2^16 rule;
+   NVIDIA's look-back profiles also under their ``+16bit`` model once the buffer holds more
+   than 2^16 vertices).
 5. **Never worse**: when, after all this, an index buffer predicts more invocations than it
-   did as it came in (welding moves batch boundaries, so it can in rare cases), the set is
-   done again without welding; then each buffer is at most its input's figure.  For an NVIDIA
+   did as it came in under a profile of the target (welding moves batch boundaries, so it
+   can in rare cases), the set is done again without welding; then each buffer is at most
+   its input's figure on every profile.  For an NVIDIA
    look-back target over 2^16 vertices the same holds under the ``+16bit`` model, which
    matches the hardware (measured on an H100): when a new order raises it and no renumbering
    repairs that (``--keep-vertex-order``, shared vertex data), the set is done again with
@@ -53,14 +56,11 @@ import numpy as np
 from .optimizers import Method, optimize
 from .profiles import Profile
 from .reuse import predict
+from .targets import Target, block_rule_form, get_target
 from .vertex_fetch import first_use_gap, first_use_order
 from .weld import weld
 
 __all__ = ["BufferOutcome", "SetOptions", "SetOutcome", "degenerate_mask", "optimize_vertex_set"]
-
-#: Vertex count above which NVIDIA's 2^16 boundary rule can apply (paper 001 sec. 3.3).
-BLOCK_16BIT = 1 << 16
-
 
 @dataclass(frozen=True)
 class SetOptions:
@@ -68,8 +68,9 @@ class SetOptions:
 
     Attributes
     ----------
-    method, profile, method_params
-        Triangle-order optimizer, target profile and the method's keyword options.
+    method, target, method_params
+        Triangle-order optimizer, the profiles it optimizes for
+        (:class:`~meshopt_batch.targets.Target`) and the method's keyword options.
     weld : bool
         Merge bit-identical vertices (default on).
     vertex_order : bool
@@ -79,19 +80,26 @@ class SetOptions:
     """
 
     method: Method
-    profile: Profile
+    target: Target
     method_params: dict = field(default_factory=dict)
     weld: bool = True
     vertex_order: bool = True
     drop_degenerate: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.target, Target):   # a Profile (one GPU family) is a target too
+            object.__setattr__(self, "target", get_target(self.target))
 
 
 @dataclass
 class BufferOutcome:
     """One index buffer after :func:`optimize_vertex_set`.
 
-    ``before``/``after`` are predicted invocations under the target profile of the buffer as
-    it came in and as it goes out; ``order`` is ``"optimized"`` or ``"input"``.
+    ``before``/``after`` are predicted invocations under the target's first profile of the
+    buffer as it came in and as it goes out (for a set, as the hardware judges it: NVIDIA's
+    in their ``+16bit`` form over 2^16 vertices), ``before_all``/``after_all`` under each
+    profile of the target, by name;
+    ``order`` is ``"optimized"`` or ``"input"``.
     """
 
     triangles: np.ndarray
@@ -102,6 +110,8 @@ class BufferOutcome:
     degenerate_before: int
     degenerate_after: int
     stats: dict = field(default_factory=dict)
+    before_all: dict = field(default_factory=dict)
+    after_all: dict = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:
@@ -162,23 +172,42 @@ def _invocations(tris: np.ndarray, vertex_count: int, profile: Profile) -> int:
     return predict(np.asarray(tris, np.int64), vertex_count, profile=profile).invocations
 
 
-def numbering_profiles(profile: Profile, vertex_count: int) -> list[Profile]:
+def numbering_profiles(target: Target | Profile, vertex_count: int) -> list[Profile]:
     """The profiles under which renumbering a buffer of ``vertex_count`` vertices can change
     the predicted invocations (an empty list: none can)."""
     out = []
-    if profile.memory == "direct" or profile.boundary_16bit:
-        out.append(profile)
-    sixteen = _block_rule_profile(profile, vertex_count)
-    if sixteen is not None:
-        out.append(sixteen)
+    for profile in get_target(target).profiles:
+        if profile.memory == "direct" or profile.boundary_16bit:
+            out.append(profile)
+        sixteen = _block_rule_profile(profile, vertex_count)
+        if sixteen is not None:
+            out.append(sixteen)
     return out
 
 
 def _block_rule_profile(profile: Profile, vertex_count: int) -> Profile | None:
     """The ``+16bit`` form of an NVIDIA look-back target whose buffers exceed 2^16 vertices."""
-    if profile.memory in ("lookback", "lookback_dx") and not profile.boundary_16bit and vertex_count > BLOCK_16BIT:
-        return profile.with_16bit_boundaries(True)
-    return None
+    form = block_rule_form(profile, vertex_count)
+    return None if form is profile else form
+
+
+def judged(tris: np.ndarray, vertex_count: int, target: Target) -> list[int]:
+    """Predicted invocations of one buffer under each profile of the target, as the hardware
+    judges it (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`), in target order."""
+    return [_invocations(tris, vertex_count, p) for p in target.evaluation_profiles(vertex_count)]
+
+
+def _better_everywhere(new: list[int], old: list[int]) -> bool:
+    """No more invocations on any profile and fewer on one."""
+    return all(a <= b for a, b in zip(new, old, strict=True)) and any(a < b for a, b in zip(new, old, strict=True))
+
+
+def _judge(tris: np.ndarray, vertex_count: int, target: Target) -> list[int]:
+    """What "never worse" compares: the target profile's invocations (one profile, as earlier
+    releases judged; its 2^16 form is checked apart), or each profile's as the hardware judges."""
+    if target.single:
+        return [_invocations(tris, vertex_count, target.first)]
+    return judged(tris, vertex_count, target)
 
 
 def _raises(got, inputs, vertex_count: int, profile: Profile) -> bool:
@@ -192,14 +221,19 @@ def _reorder(tris: np.ndarray, vertex_count: int, options: SetOptions, allow_rem
     predicts fewer invocations than ``tris`` as given, else ``tris``."""
     if tris.shape[0] == 0:
         return tris, None, {}, "input"
-    res = optimize(tris, vertex_count, method=options.method, profile=options.profile, positions=positions,
+    target = options.target
+    res = optimize(tris, vertex_count, method=options.method, profile=target, positions=positions,
                    **options.method_params)
     cand = np.asarray(res.triangles, np.int64)
     remap = res.vertex_remap
     if remap is not None and not allow_remap:
         cand, remap = np.asarray(remap, np.int64)[cand], None
     count = vertex_count if remap is None else int(len(remap))
-    new, old = _invocations(cand, count, options.profile), _invocations(tris, vertex_count, options.profile)
+    if not target.single:
+        if _better_everywhere(judged(cand, count, target), judged(tris, vertex_count, target)):
+            return cand, remap, dict(res.stats), "optimized"
+        return tris, None, {}, "input"
+    new, old = _invocations(cand, count, target.first), _invocations(tris, vertex_count, target.first)
     trade = float(options.method_params.get("threshold", 1.0)) if options.method.uses_positions else 1.0
     if new < old or (trade > 1.0 and new <= trade * old):
         return cand, remap, dict(res.stats), "optimized"
@@ -264,7 +298,7 @@ def _attempt(records, inputs: list[np.ndarray], vertex_count: int, options: SetO
             inverse[order] = np.arange(count, dtype=np.int64)
             renumbered = [inverse[t] for t in chosen]
             worse = any(_invocations(r, count, p) > _invocations(t, count, p)
-                        for p in numbering_profiles(options.profile, count)
+                        for p in numbering_profiles(options.target, count)
                         for r, t in zip(renumbered, chosen, strict=True))
             if worse:
                 vertex_order = "kept: first-use order predicts more invocations"
@@ -297,30 +331,40 @@ def optimize_vertex_set(records: np.ndarray | None, buffers: Sequence[np.ndarray
     positions : (V, 3) array_like, keyword-only
         Vertex positions, for methods that need them (``batch+overdraw``...).
     """
+    target = options.target
     inputs = [np.asarray(b, np.int64).reshape(-1, 3) for b in buffers]
-    before = [_invocations(b, vertex_count, options.profile) for b in inputs]
     deg_before = [int(degenerate_mask(b).sum()) for b in inputs]
     with_weld = vertex_ops and options.weld and records is not None
+    before = [_judge(b, vertex_count, target) for b in inputs]
     got = _attempt(records, inputs, vertex_count, options, vertex_ops, with_weld, positions)
-    after = [_invocations(t, got.count, options.profile) for t in got.chosen]
-    if with_weld and got.merged and any(a > b for a, b in zip(after, before, strict=True)):
+    after = [_judge(t, got.count, target) for t in got.chosen]
+    if with_weld and got.merged and any(x > y for a, b in zip(after, before, strict=True)
+                                        for x, y in zip(a, b, strict=True)):
         got = _attempt(records, inputs, vertex_count, options, vertex_ops, False, positions)
-        after = [_invocations(t, got.count, options.profile) for t in got.chosen]
-    sixteen = _block_rule_profile(options.profile, max(vertex_count, got.count))
+        after = [_judge(t, got.count, target) for t in got.chosen]
+    sixteen = _block_rule_profile(target.first, max(vertex_count, got.count)) if target.single else None
     if sixteen is not None and _raises(got, inputs, vertex_count, sixteen):
-        strict = replace(options, profile=sixteen)
+        strict = replace(options, target=get_target(sixteen))
         for weld_again in dict.fromkeys((with_weld, False)):
             got = _attempt(records, inputs, vertex_count, strict, vertex_ops, weld_again, positions)
             if not _raises(got, inputs, vertex_count, sixteen):
                 break
-        after = [_invocations(t, got.count, options.profile) for t in got.chosen]
+        after = [_judge(t, got.count, target) for t in got.chosen]
+    before_all = before if not target.single else [judged(b, vertex_count, target) for b in inputs]
+    after_all = after if not target.single else [judged(t, got.count, target) for t in got.chosen]
+    before = [b[0] for b in before]
+    after = [a[0] for a in after]
     source = got.source
     if source is not None and got.count == vertex_count and np.array_equal(source, np.arange(got.count)):
         source = None
+    names_in = [p.name for p in target.evaluation_profiles(vertex_count)]
+    names_out = [p.name for p in target.evaluation_profiles(got.count)]
     outcomes = [
-        BufferOutcome(t, order, b, a, int(i.shape[0]), db, 0 if options.drop_degenerate else da, st)
-        for t, order, b, a, i, db, da, st in zip(got.chosen, got.orders, before, after, inputs, deg_before,
-                                                 got.degenerate_after, got.stats, strict=True)
+        BufferOutcome(t, order, b, a, int(i.shape[0]), db, 0 if options.drop_degenerate else da, st,
+                      dict(zip(names_in, ba, strict=True)), dict(zip(names_out, aa, strict=True)))
+        for t, order, b, a, i, db, da, st, ba, aa in zip(got.chosen, got.orders, before, after, inputs, deg_before,
+                                                         got.degenerate_after, got.stats, before_all, after_all,
+                                                         strict=True)
     ]
     return SetOutcome(source, None if source is None else got.old_to_new, vertex_count, got.count, got.merged,
                       got.copies, got.vertex_order, first_use_gap(inputs), first_use_gap(got.chosen),

@@ -175,7 +175,7 @@ def test_outputs_equal_the_one_file_command(library, local_run, tmp_path, capsys
             continue
         single = tmp_path / e["output"]
         single.parent.mkdir(parents=True, exist_ok=True)
-        assert main(["optimize", str(library / e["path"]), "-o", str(single)]) == 0, e["path"]
+        assert main(["optimize", str(library / e["path"]), "-o", str(single), "-p", "nvidia_gl"]) == 0, e["path"]
         assert sha(single) == e["output_sha256"], e["path"]
         for uri, digest in (e.get("output_references") or {}).items():
             assert sha(single.parent / uri) == digest, (e["path"], uri)
@@ -285,7 +285,7 @@ def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
         save_mesh(shuffled(meshes.torus(160 + 8 * i, 80), i), lib / f"d{i % 3}" / f"torus{i}.ply")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "meshopt_batch_app", "optimize", str(lib), "-o", str(out),
-                             "--workers", "1", "--no-progress"], stdout=subprocess.DEVNULL,
+                             "-p", "nvidia_gl", "--workers", "1", "--no-progress"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     manifest = out / "manifest.jsonl"
     deadline = time.monotonic() + 240

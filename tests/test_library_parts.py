@@ -150,6 +150,6 @@ def test_cache_key_follows_content_options_version_and_references(tmp_path):
     assert cache_key(fp, opts, "m.glb") != key
     other = options_fingerprint(AssetOptions(OPTIONS.method, get_profile("amd"), OPTIONS.method_params))
     assert cache_key(fp, other, "m.gltf") != key
-    assert cache_key(fp, options_fingerprint(AssetOptions(OPTIONS.method, OPTIONS.profile, {})), "m.gltf") != key
+    assert cache_key(fp, options_fingerprint(AssetOptions(OPTIONS.method, OPTIONS.target, {})), "m.gltf") != key
     (tmp_path / "b" / "data.bin").write_bytes(b"1235")
     assert cache_key(fingerprint(tmp_path / "b" / "m.gltf"), opts, "m.gltf") != key

@@ -197,7 +197,7 @@ def test_block_fix_numbered_in_first_use_measured_on_the_h100():
     if not path.exists():
         pytest.skip("bunny_sub2.ply not found")
     d = load_draws(path)[0]
-    res = optimize(np.asarray(d.triangles), d.vertex_count, method="batch")
+    res = optimize(np.asarray(d.triangles), d.vertex_count, method="batch", profile="nvidia_gl")
     new = df.iloc[1]
     assert (len(res.vertex_remap), res.stats["vertex_copies"]) == (new.vertices_out, new.vertex_copies)
     assert predict(res.triangles, len(res.vertex_remap), profile=RULE).invocations == new.measured

@@ -8,7 +8,7 @@ from meshopt_batch.io import load_draws
 from meshopt_batch.mesh import concatenate
 from meshopt_batch.profiles import builtin_profile_names, get_profile
 from meshopt_batch.reuse import predict
-from meshopt_batch.vertex_set import BLOCK_16BIT
+from meshopt_batch.targets import BLOCK_16BIT
 
 from ..options import add_profile, split_values
 from .meshlets import add_analyze_option, analyze_rows, format_analyze

@@ -1,10 +1,11 @@
-"""``meshopt-batch optimize``: weld, reorder and renumber a mesh's draws for a GPU profile.
+"""``meshopt-batch optimize``: weld, reorder and renumber a mesh's draws for a target of GPU profiles.
 
 Every vertex buffer of the file is optimized with the index buffers drawn from it
 (:func:`meshopt_batch.asset.optimize_file`): vertices equal by value welded (``--no-weld``;
 ``--weld-tolerance EPS`` also welds float noise),
-each index buffer's triangles reordered for the target profile and kept in the input order
-when the new order does not predict fewer invocations, vertices renumbered in first-use
+each index buffer's triangles reordered for the target (``portable`` unless ``-p`` names
+profiles) and kept in the input order unless the new order predicts no more invocations on
+every profile of the target and fewer on one, vertices renumbered in first-use
 order (``--keep-vertex-order``), the smallest index type (``--keep-index-type``),
 degenerate triangles kept and counted (``--drop-degenerate``).  The batch method may append
 vertex copies (the 16-bit boundary fix of paper 001); every attribute of a copied vertex is
@@ -31,14 +32,12 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.limits import check_memory
 from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
 from meshopt_batch.optimizers.overdraw import check_threshold, overdraw_variant
-from meshopt_batch.profiles import get_profile
+from meshopt_batch.targets import get_target
 from meshopt_batch.weld import check_tolerance
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..library.memory import estimate_memory, estimate_triangles
-from ..options import add_method, add_profile
-
-DEFAULT_PROFILE = "nvidia_gl"
+from ..options import add_method, add_profile, split_values
 
 
 def add_parser(subparsers):
@@ -53,7 +52,9 @@ def add_parser(subparsers):
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file, or a folder of them (a library)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file: .obj, .ply, .glb or .gltf")
     add_method(p, multiple=False, default_help=DEFAULT_METHOD)
-    add_profile(p, multiple=False, default_help=DEFAULT_PROFILE)
+    add_profile(p, multiple=True, default_help="portable (nvidia_gl, nvidia_dx, amd, intel, llvmpipe at once; "
+                "nvidia_gl for --overdraw, which optimizes for one profile); several profiles make one target: "
+                "the order is never worse on any of them")
     p.add_argument("--no-distance", action="store_true",
                    help="batch: the faster variant without the face-distance term D (k_v = k_n = -3)")
     p.add_argument("--keep-16bit-boundaries", action="store_true",
@@ -94,7 +95,7 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     method = get_method(args.method or DEFAULT_METHOD)
-    prof = get_profile(args.profile or DEFAULT_PROFILE)
+    named = split_values(args.profile)
     out_path = Path(args.output)
     src_path = Path(args.mesh)
     options = {}
@@ -111,12 +112,13 @@ def run(args) -> int:
     if args.overdraw is not None:
         method = get_method(overdraw_variant(method.name))
         options["threshold"] = check_threshold(args.overdraw)
+    target = get_target(named or method.default_profile)
     tolerance = 0.0
     if args.weld_tolerance is not None:
         if args.no_weld:
             raise MeshoptBatchError("--weld-tolerance welds: it cannot go with --no-weld")
         tolerance = check_tolerance(args.weld_tolerance)
-    asset_options = AssetOptions(method, prof, options, weld=not args.no_weld,
+    asset_options = AssetOptions(method, target, options, weld=not args.no_weld,
                                  vertex_order=not args.keep_vertex_order, keep_index_type=args.keep_index_type,
                                  drop_degenerate=args.drop_degenerate, embed=args.embed, compress=args.compress,
                                  weld_tolerance=tolerance)
@@ -141,16 +143,31 @@ def run(args) -> int:
         return 0
     print(f"{src_path}: {out['triangles']} triangles, {out['vertices_before']} vertices"
           + (f" in {len(report.primitives)} index buffers" if len(report.primitives) > 1 else ""))
-    print(f"method {method.name}, profile {prof.name}: optimized in {seconds:.2f} s")
-    print(f"{'':<8}{'invocations':>12}{'ASR':>8}{'ATVR':>8}{'batches':>9}")
-    for label, r in (("before", before), ("after", after)):
-        print(f"{label:<8}{r['invocations']:>12}{r['asr']:>8.3f}{r['atvr']:>8.3f}{r['batches']:>9}")
-    if sixteen:
-        print(f"with the 2^16-boundary model ({prof.name}+16bit): before ASR "
-              f"{out['before_16bit']['asr']:.3f}, after {out['after_16bit']['asr']:.3f}")
+    if target.single:
+        prof = target.first
+        print(f"method {method.name}, profile {prof.name}: optimized in {seconds:.2f} s")
+        print(f"{'':<8}{'invocations':>12}{'ASR':>8}{'ATVR':>8}{'batches':>9}")
+        for label, r in (("before", before), ("after", after)):
+            print(f"{label:<8}{r['invocations']:>12}{r['asr']:>8.3f}{r['atvr']:>8.3f}{r['batches']:>9}")
+        if sixteen:
+            print(f"with the 2^16-boundary model ({prof.name}+16bit): before ASR "
+                  f"{out['before_16bit']['asr']:.3f}, after {out['after_16bit']['asr']:.3f}")
+    else:
+        print(f"method {method.name}, target {target.name}: optimized in {seconds:.2f} s")
+        print_profiles(report)
     print_details(report)
     print(f"wrote {out_path}" + (f" (and {len(report.files)} external file(s))" if report.files else ""))
     return 0
+
+
+def print_profiles(report) -> None:
+    """Predicted invocations and ASR before and after on every profile of the target."""
+    tris = max(report.triangles, 1)
+    print(f"{'profile':<18}{'before':>12}{'after':>12}{'ASR before':>12}{'ASR after':>11}{'change':>9}")
+    for name, pair in report.profiles.items():
+        change = pair["after"] / pair["before"] - 1 if pair["before"] else 0.0
+        print(f"{name:<18}{pair['before']:>12}{pair['after']:>12}{pair['before'] / tris:>12.3f}"
+              f"{pair['after'] / tris:>11.3f}{change:>+9.1%}")
 
 
 def print_details(report) -> None:

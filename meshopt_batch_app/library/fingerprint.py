@@ -4,7 +4,7 @@ The key of a file is the SHA-256 of
 
 * the tool's version (:data:`meshopt_batch.__version__`),
 * every field of the options, canonically (the method's name and target, its parameters,
-  every field of the profile: a profile given as a JSON file counts by its content),
+  every field of each profile of the target: a profile given as a JSON file counts by its content),
 * the output format (the output's extension),
 * the SHA-256 of the file's bytes, and
 * for a glTF document (``.gltf``, or a ``.glb`` whose JSON names outside files), each
@@ -35,6 +35,7 @@ from meshopt_batch import __version__
 from meshopt_batch.asset import AssetOptions
 from meshopt_batch.optimizers import Method
 from meshopt_batch.profiles import Profile
+from meshopt_batch.targets import Target
 
 __all__ = ["Fingerprint", "cache_key", "external_uris", "fingerprint", "options_fingerprint", "sha256_file"]
 
@@ -147,6 +148,8 @@ def options_fingerprint(options: AssetOptions) -> dict:
             value = {"name": value.name, "target": value.target}
         elif isinstance(value, Profile):
             value = value.to_dict()
+        elif isinstance(value, Target):
+            value = {"name": value.name, "profiles": [p.to_dict() for p in value.profiles]}
         elif isinstance(value, dict):
             value = {k: value[k] for k in sorted(value)}
         out[f.name] = value

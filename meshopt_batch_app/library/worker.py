@@ -60,6 +60,7 @@ def output_fields(output: Path) -> dict:
 def _report_fields(report) -> dict:
     prof = report.profile
     invocations = {prof: {"before": report.before["invocations"], "after": report.after["invocations"]}}
+    invocations.update({name: dict(pair) for name, pair in report.profiles.items()})
     if report.before_16bit is not None:
         invocations[report.before_16bit["profile"]] = {"before": report.before_16bit["invocations"],
                                                        "after": report.after_16bit["invocations"]}
