@@ -44,8 +44,9 @@ from .mesh import Mesh
 from .optimizers import METHODS, available_methods, get_method, optimize
 from .profiles import get_profile
 from .reuse import predict
+from .targets import get_target
 
-__all__ = ["CompareResult", "compare", "default_methods", "parse_method", "DEFAULT_PROFILES"]
+__all__ = ["CompareResult", "MeshItem", "compare", "default_methods", "mesh_items", "parse_method", "DEFAULT_PROFILES"]
 
 #: The GPU models of paper 001's Tables 1 (NVIDIA) and 2 (AMD, Intel).
 DEFAULT_PROFILES = ("nvidia_gl", "amd", "intel")
@@ -87,14 +88,14 @@ def parse_method(spec: str) -> tuple[str, str, dict]:
 
 
 @dataclass
-class _Item:
+class MeshItem:
     """One input file (or array): its name and its index buffers."""
 
     name: str
     buffers: list  # [(triangles (T, 3), vertex_count)]
 
 
-def _as_items(meshes) -> list[_Item]:
+def mesh_items(meshes) -> list[MeshItem]:
     """Accept paths, Mesh objects, lists of Mesh (one file) or ``(name, triangles)`` pairs."""
     if isinstance(meshes, (str, os.PathLike, Mesh)) or (isinstance(meshes, tuple) and len(meshes) == 2
                                                         and isinstance(meshes[0], str)):
@@ -104,16 +105,17 @@ def _as_items(meshes) -> list[_Item]:
         if isinstance(entry, (str, os.PathLike)):
             path = Path(entry)
             parts = load_meshes(path)
-            items.append(_Item(path.stem, [(np.asarray(m.triangles), m.vertex_count) for m in parts]))
+            items.append(MeshItem(path.stem, [(np.asarray(m.triangles), m.vertex_count) for m in parts]))
         elif isinstance(entry, Mesh):
-            items.append(_Item(entry.name or f"mesh{len(items)}", [(np.asarray(entry.triangles), entry.vertex_count)]))
+            items.append(MeshItem(entry.name or f"mesh{len(items)}",
+                                  [(np.asarray(entry.triangles), entry.vertex_count)]))
         elif isinstance(entry, (list, tuple)) and entry and all(isinstance(m, Mesh) for m in entry):
-            items.append(_Item(entry[0].name or f"mesh{len(items)}",
+            items.append(MeshItem(entry[0].name or f"mesh{len(items)}",
                                [(np.asarray(m.triangles), m.vertex_count) for m in entry]))
         elif isinstance(entry, tuple) and len(entry) == 2:
             name, tris = entry
             tris = np.asarray(tris)
-            items.append(_Item(str(name), [(tris, int(tris.max()) + 1 if tris.size else 0)]))
+            items.append(MeshItem(str(name), [(tris, int(tris.max()) + 1 if tris.size else 0)]))
         else:
             raise MeshoptBatchError(f"cannot compare {type(entry).__name__}: give paths, meshes or (name, triangles)")
     names = [it.name for it in items]
@@ -258,7 +260,8 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
         Method specs (``"tipsify:14"``...); default :func:`default_methods`.  ``original`` is
         always evaluated (it is the baseline column) even when not listed.
     profiles : list of str, optional
-        Profiles to evaluate on (default: ``nvidia_gl``, ``amd``, ``intel``, and
+        Profiles to evaluate on, ``portable`` standing for its five (default: ``nvidia_gl``,
+        ``amd``, ``intel``, and
         ``nvidia_gl+16bit`` when an index buffer addresses more than 2^16 vertices).
     warm_up : bool
         Run each method once on a few triangles first so numba compile time is not timed.
@@ -288,11 +291,11 @@ def compare(meshes, methods: Sequence[str] | None = None, profiles: Sequence[str
         if info.requires is not None and name not in available_methods():
             raise MeshoptBatchError(f"method {label!r} needs the optional package {info.requires!r} "
                                     "(pip install 'meshopt-batch[compare]')")
-    prof_objs = [get_profile(p) for p in (profiles or DEFAULT_PROFILES)]
+    prof_objs = list(get_target(list(profiles)).profiles) if profiles else [get_profile(p) for p in DEFAULT_PROFILES]
     prof_names = [p.name for p in prof_objs]
     if len(set(prof_names)) != len(prof_names):
         raise MeshoptBatchError("a profile is listed twice")
-    items = _as_items(meshes)
+    items = mesh_items(meshes)
     if not items:
         raise MeshoptBatchError("no meshes to compare")
     if not profiles and any(vcount > (1 << 16) for item in items for _, vcount in item.buffers):

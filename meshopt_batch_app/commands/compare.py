@@ -8,6 +8,8 @@ from pathlib import Path
 from meshopt_batch.compare import DEFAULT_PROFILES, compare
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.profiles import get_profile
+from meshopt_batch.shipped import compare_shipped
+from meshopt_batch.targets import get_target
 
 from ..options import add_method, add_profile, split_values
 from .meshlets import add_compare_option, run_compare
@@ -30,6 +32,11 @@ def add_parser(subparsers):
                 "buffer addresses more than 2^16 vertices", old_plural=True)
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per mesh, profile "
                    "and method) as CSV")
+    p.add_argument("--shipped", action="store_true",
+                   help="one order shipped to every GPU: the orders optimize writes for each single profile of "
+                   "the target (-p, default portable) and for the target, the input and the classic methods, "
+                   "each judged on every profile as a ratio to meshoptimizer's order, with a worst column and "
+                   "index-codec bits per triangle")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     add_compare_option(p)
@@ -39,6 +46,8 @@ def add_parser(subparsers):
 def run(args) -> int:
     if args.meshlets:
         return run_compare(args)
+    if args.shipped:
+        return run_shipped(args)
     profiles = split_values(args.profile)
     for spec in profiles or []:
         get_profile(spec)
@@ -60,4 +69,27 @@ def run(args) -> int:
         print(result.to_text())
         if args.csv:
             print(f"\ntidy table written to {args.csv}")
+    return 0
+
+
+def run_shipped(args) -> int:
+    """``compare --shipped``: every written order judged on every profile of the target."""
+    target = get_target(split_values(args.profile) or "portable")
+    methods = split_values(args.method)
+    orders = None
+    if methods:
+        orders = ["input", "meshoptimizer"] + [m if "@" in m or m != "batch" else f"batch@{target.name}"
+                                               for m in methods]
+    if args.csv:
+        parent = Path(args.csv).resolve().parent
+        if not parent.is_dir():
+            raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")
+    progress = None
+    if not args.quiet and not args.json and sys.stderr.isatty():
+        def progress(msg):
+            print(f"  {msg}", file=sys.stderr, flush=True)
+    result = compare_shipped(args.meshes, target=target, orders=orders, progress=progress)
+    if args.csv:
+        result.to_csv(args.csv)
+    print(result.to_json() if args.json else result.to_text())
     return 0
