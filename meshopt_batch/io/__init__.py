@@ -26,6 +26,10 @@ module                      format                                              
                             by shared vertex data; :mod:`.gltf_layout` patches
                             changed accessors in place, :mod:`.gltf_output`
                             packages the files (external files kept external)
+:mod:`.gltf_meshopt`        EXT/KHR_meshopt_compression buffer views (decoded    yes
+                            on reading); :mod:`.gltf_compression` which views
+                            go out compressed; :mod:`.gltf_draco` decodes
+                            KHR_draco_mesh_compression (never written)
 ==========================  ==================================================  =========
 
 What the readers do:
