@@ -64,7 +64,8 @@ class AssetOptions:
     method_params : dict
         Keyword options of the method (e.g. ``use_distance`` for ``batch``).
     weld : bool
-        Merge bit-identical vertices; non-indexed primitives get an index buffer (``--no-weld``).
+        Merge vertices equal by value (:func:`meshopt_batch.weld.weld_records`); non-indexed
+        primitives get an index buffer (``--no-weld``).
     vertex_order : bool
         Renumber vertices in first-use order (``--keep-vertex-order`` turns it off).
     keep_index_type : bool
