@@ -33,7 +33,8 @@ batch starts and, among equal primary reuse, the order inside it -- the cache-li
 batch optimizer alone gives up at its jumps.  Two candidates are made: the strictest batch
 rule as primary (NVIDIA's 32 vertices / 96 indices) and the next distinct one (AMD's fixed
 384-index batches with an LRU of 15), each with the others as auxiliary memories (above
-:data:`LARGE` triangles only the first, without ``D``, for speed); the first
+:data:`LARGE` triangles only the first, without ``D`` and without tracking llvmpipe, for
+speed); the first
 with ``k_v`` = :data:`PRIMARY_VALENCE` (finishing vertices off keeps the sweep of batches
 closed, which a global FIFO like Intel's rewards).  The weights :data:`AUX_WEIGHTS` were tuned
 on bunny, armadillo_86k, the procedural torus and BrainStem's primitives 25 and 42, and are
@@ -117,11 +118,14 @@ def _primaries(profiles) -> list:
     return out or [profiles[0]]
 
 
-def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_16bit, options, valence=None):
+def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_16bit, options, valence=None,
+                     large=False):
     """Algorithm 2 with ``primary`` forming the batches and the other profiles of the target as
-    auxiliary memories: (triangles, new -> old vertex or None)."""
+    auxiliary memories (``large``: not the direct-mapped ones, whose batch-long look-back costs
+    the most to track): (triangles, new -> old vertex or None)."""
     aux = [p.with_16bit_boundaries(False) for p in profiles
-           if p is not primary and not _same_rule(p, primary) and p.memory in AUX_WEIGHTS]
+           if p is not primary and not _same_rule(p, primary) and p.memory in AUX_WEIGHTS
+           and not (large and p.memory == "direct")]
     res = optimize_batch(tris, vcount, profile=primary, use_distance=use_distance, queue=queue, fix_16bit=fix_16bit,
                          coefficients=None if valence is None else {"k_v": valence}, aux_profiles=aux,
                          aux_weights=[AUX_WEIGHTS[p.memory] for p in aux], **options)
@@ -241,7 +245,7 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     for k, primary in enumerate(primaries[:1] if large else primaries):
         pool.add(f"batch@{primary.name}", _batch_candidate(
             tris64, vcount, primary, profiles, use_distance and not large, queue, fix_16bit, options,
-            valence=PRIMARY_VALENCE if k == 0 and len(primaries) > 1 else None))
+            valence=PRIMARY_VALENCE if k == 0 and len(primaries) > 1 else None, large=large))
     pool.add("meshoptimizer", _meshoptimizer_candidate(tris64, vcount))
     chosen = pool.choose()
     if chosen is None:
@@ -261,7 +265,7 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     stats = {"target": target.name, "candidate": chosen, "invocations": dict(inv),
              "candidates": {name: {"invocations": dict(e[2]), "codec_bits": e[3], "mean_ratio": mean_ratio(e)}
                             for name, e in judged.items()},
-             "reference_codec_bits": pool.codec("meshoptimizer"),
+             "reference_codec_bits": pool.judged["meshoptimizer"][3],
              "triangles": int(tris.shape[0]), "vertices_in": int(vcount), "vertices_out": int(source.shape[0]),
              "vertex_copies": int(source.shape[0] - vcount), "seconds": time.perf_counter() - t0}
     return OptimizeResult(out, source, None, stats)
