@@ -7,7 +7,7 @@ vertices, :func:`meshopt_batch.weld.vertex_records`) and every index buffer over
 decides, for the target (:mod:`meshopt_batch.targets`: one profile, or a set such as
 ``portable``):
 
-1. **Weld** (``weld=True``): bit-identical vertices merge into one
+1. **Weld** (``weld=True``): vertices equal by value merge into one
    (:mod:`meshopt_batch.weld`); every index buffer is rewritten through the same map.
 2. **Degenerate triangles** (a repeated index, counted before and after the weld) are kept,
    or dropped with ``drop_degenerate=True``.
@@ -72,7 +72,7 @@ class SetOptions:
         Triangle-order optimizer, the profiles it optimizes for
         (:class:`~meshopt_batch.targets.Target`) and the method's keyword options.
     weld : bool
-        Merge bit-identical vertices (default on).
+        Merge vertices equal by value (default on; :mod:`meshopt_batch.weld`).
     vertex_order : bool
         Renumber vertices in first-use order (default on).
     drop_degenerate : bool
