@@ -366,8 +366,6 @@ REFUSALS = {
     "garbage.gltf": ("{not json", "not a readable GLTF"),
     "nomesh.gltf": ('{"asset": {"version": "2.0"}}', "no meshes"),
     "v1.gltf": ('{"asset": {"version": "1.0"}}', "not supported"),
-    "draco.gltf": ('{"asset": {"version": "2.0"}, "extensionsRequired": ["KHR_draco_mesh_compression"]}',
-                   "KHR_draco_mesh_compression"),
     "noheader.ply": ("ply\nformat ascii 1.0\nelement vertex 1\n", "end_header"),
     "short.off": ("OFF\n4 1 0\n0 0 0\n1 0 0\n", "ends after"),
     "unknown.xyz": ("0 0 0\n", "unknown mesh format"),
