@@ -44,6 +44,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_batch import _status_mb  # noqa: E402
+
 import meshes  # noqa: E402
 from meshopt_batch.io import load_meshes  # noqa: E402
 from meshopt_batch.shipped import compare_shipped  # noqa: E402
@@ -141,14 +145,6 @@ def _speed_child(mesh_name: str, rounds: int) -> dict:
         ours.append(time.process_time() - t0)
     return {"mesh": mesh_name, "triangles": int(tris.shape[0]), "ours": min(ours), "meshoptimizer": min(peer),
             "ratio": min(ours) / min(peer), "candidate": res.stats["candidate"], "load": os.getloadavg()[0]}
-
-
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def speed(rounds: int) -> dict | None:

@@ -43,6 +43,22 @@ def add_parser(subparsers):
     p.set_defaults(func=run)
 
 
+def _checked_outputs(args):
+    """Refuse a ``--csv`` in a folder that does not exist (before any work); the progress
+    callback for a terminal (None otherwise)."""
+    if args.csv:
+        parent = Path(args.csv).resolve().parent
+        if not parent.is_dir():
+            raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")
+    if args.quiet or args.json or not sys.stderr.isatty():
+        return None
+
+    def progress(msg):
+        print(f"  {msg}", file=sys.stderr, flush=True)
+
+    return progress
+
+
 def run(args) -> int:
     if args.meshlets:
         return run_compare(args)
@@ -52,14 +68,7 @@ def run(args) -> int:
     for spec in profiles or []:
         get_profile(spec)
     methods = split_values(args.method)
-    if args.csv:
-        parent = Path(args.csv).resolve().parent
-        if not parent.is_dir():
-            raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")
-    progress = None
-    if not args.quiet and not args.json and sys.stderr.isatty():
-        def progress(msg):
-            print(f"  {msg}", file=sys.stderr, flush=True)
+    progress = _checked_outputs(args)
     result = compare(args.meshes, methods, profiles, progress=progress)
     if args.csv:
         result.to_csv(args.csv)
@@ -80,14 +89,7 @@ def run_shipped(args) -> int:
     if methods:
         orders = ["input", "meshoptimizer"] + [m if "@" in m or m != "batch" else f"batch@{target.name}"
                                                for m in methods]
-    if args.csv:
-        parent = Path(args.csv).resolve().parent
-        if not parent.is_dir():
-            raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")
-    progress = None
-    if not args.quiet and not args.json and sys.stderr.isatty():
-        def progress(msg):
-            print(f"  {msg}", file=sys.stderr, flush=True)
+    progress = _checked_outputs(args)
     result = compare_shipped(args.meshes, target=target, orders=orders, progress=progress)
     if args.csv:
         result.to_csv(args.csv)
