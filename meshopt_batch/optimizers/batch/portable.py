@@ -30,15 +30,15 @@ The primary's batches are the strictest ones the target knows (the paper's "jump
 only where every GPU starts a batch anyway), and the auxiliary terms decide where the next
 batch starts and, among equal primary reuse, the order inside it -- the cache-like rules
 (Hoppe 1999's and Lin & Yu 2006's caches, Forsyth 2006's scores) reward the locality the
-batch optimizer alone gives up at its jumps.  Two candidates are made: the strictest batch
-rule as primary (NVIDIA's 32 vertices / 96 indices) and the next distinct one (AMD's fixed
-384-index batches with an LRU of 15), each with the others as auxiliary memories (above
-:data:`LARGE` triangles only the first, without ``D`` and without tracking llvmpipe, for
-speed); the first
-with ``k_v`` = :data:`PRIMARY_VALENCE` (finishing vertices off keeps the sweep of batches
-closed, which a global FIFO like Intel's rewards).  The weights :data:`AUX_WEIGHTS` were tuned
-on bunny, armadillo_86k, the procedural torus and BrainStem's primitives 25 and 42, and are
-reported on the other shared meshes and glTF primitives (``benchmarks/bench_portable.py``).
+batch optimizer alone gives up at its jumps.  The candidates (:data:`VARIANTS`) take the
+strictest batch rule as primary (NVIDIA's 32 vertices / 96 indices) or the next distinct one
+(AMD's fixed 384-index batches with an LRU of 15), each with the others as auxiliary memories
+and its own ``k_v``, ``k_n`` and weights: finishing vertices off (a larger ``-k_v``) keeps the
+sweep of batches closed, which a global FIFO like Intel's rewards.  Above :data:`LARGE`
+triangles only the first variant is made, without ``D`` and without tracking llvmpipe, for
+speed.  :data:`VARIANTS` and :data:`AUX_WEIGHTS` were tuned on bunny, armadillo_86k, the
+procedural torus and BrainStem's primitives 25 and 42, and are reported on the other shared
+meshes and glTF primitives (``benchmarks/bench_portable.py``).
 
 Where the input predicts fewer invocations on some profile than every candidate (an input in
 rows is about as good as it gets for Intel's long FIFO), the order made for that profile alone
@@ -76,14 +76,20 @@ from ...vertex_fetch import first_use_order
 from ..result import OptimizeResult
 from .optimizer import optimize_batch
 
-__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "PRIMARY_VALENCE", "optimize_for_target"]
+__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
 #: direct-mapped table (llvmpipe, tracked as its batch), fixed vertex groups.
 AUX_WEIGHTS = {"lookback": 512, "lookback_dx": 512, "fifo": 512, "lru": 256, "direct": 256}
-#: ``k_v`` of the candidate whose primary is the strictest batch rule (eq. 2's is -4).
-PRIMARY_VALENCE = -128
+#: The batch candidates: (rank of the primary's batch rule, 0 the strictest; coefficient
+#: overrides of eq. 2; auxiliary weight overrides by memory kind).
+VARIANTS = (
+    (0, {"k_v": -128}, {}),
+    (1, {"k_v": -8}, {}),
+    (1, {"k_v": -8, "k_n": 4}, {}),
+    (1, {"k_v": -8}, {"fifo": 768}),
+)
 #: A candidate's index-codec size may exceed meshoptimizer's order's by this factor.
 CODEC_SLACK = 1.03
 #: Above this many triangles only the first candidate is made, without the ``D`` term (the
@@ -118,17 +124,18 @@ def _primaries(profiles) -> list:
     return out or [profiles[0]]
 
 
-def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_16bit, options, valence=None,
-                     large=False):
+def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_16bit, options, coefficients=None,
+                     weights=None, large=False):
     """Algorithm 2 with ``primary`` forming the batches and the other profiles of the target as
     auxiliary memories (``large``: not the direct-mapped ones, whose batch-long look-back costs
     the most to track): (triangles, new -> old vertex or None)."""
+    weights = {**AUX_WEIGHTS, **(weights or {})}
     aux = [p.with_16bit_boundaries(False) for p in profiles
-           if p is not primary and not _same_rule(p, primary) and p.memory in AUX_WEIGHTS
+           if p is not primary and not _same_rule(p, primary) and p.memory in weights
            and not (large and p.memory == "direct")]
     res = optimize_batch(tris, vcount, profile=primary, use_distance=use_distance, queue=queue, fix_16bit=fix_16bit,
-                         coefficients=None if valence is None else {"k_v": valence}, aux_profiles=aux,
-                         aux_weights=[AUX_WEIGHTS[p.memory] for p in aux], **options)
+                         coefficients=coefficients or None, aux_profiles=aux,
+                         aux_weights=[weights[p.memory] for p in aux], **options)
     out = np.asarray(res.triangles, np.int64)
     remap = np.asarray(res.vertex_remap, np.int64)
     if remap.shape[0] == vcount and np.array_equal(remap, np.arange(vcount)):
@@ -242,19 +249,20 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     pool = _Pool(tris64, vcount, target)
     primaries = _primaries(profiles)
     large = tris.shape[0] > LARGE
-    for k, primary in enumerate(primaries[:1] if large else primaries):
-        pool.add(f"batch@{primary.name}", _batch_candidate(
-            tris64, vcount, primary, profiles, use_distance and not large, queue, fix_16bit, options,
-            valence=PRIMARY_VALENCE if k == 0 and len(primaries) > 1 else None, large=large))
+    for k, (rank, coefficients, weights) in enumerate(VARIANTS[:1] if large else VARIANTS):
+        if rank < len(primaries):
+            primary = primaries[rank]
+            pool.add(f"batch@{primary.name}#{k}", _batch_candidate(
+                tris64, vcount, primary, profiles, use_distance and not large, queue, fix_16bit, options,
+                coefficients=coefficients, weights=weights, large=large))
     pool.add("meshoptimizer", _meshoptimizer_candidate(tris64, vcount))
     chosen = pool.choose()
     if chosen is None:
         # the input beats every order so far on some profile: try the order made for that
         # profile alone (an input in rows is as good as it gets for a long FIFO, Intel's)
         for p in pool.input_wins(profiles):
-            if f"batch@{p.name}" not in pool.judged:
-                pool.add(f"batch@{p.name}", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
-                                                            queue, fix_16bit, options))
+            pool.add(f"batch@{p.name} alone", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
+                                                              queue, fix_16bit, options))
         chosen = pool.choose()
     chosen = chosen or "meshoptimizer"
     judged, mean_ratio = pool.judged, pool.mean_ratio
