@@ -74,7 +74,7 @@ def grouped_bars(ax, frame, value, group, hue, groups=None, hues=None, fmt="{:.2
     groups = list(dict.fromkeys(frame[group])) if groups is None else list(groups)
     hues = list(dict.fromkeys(frame[hue])) if hues is None else list(hues)
     width = 0.8 / max(len(hues), 1)
-    lookup = {(g, h): v for g, h, v in zip(frame[group], frame[hue], frame[value])}
+    lookup = {(g, h): v for g, h, v in zip(frame[group], frame[hue], frame[value], strict=True)}
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, h in enumerate(hues):
         xs, ys = [], []
@@ -86,7 +86,7 @@ def grouped_bars(ax, frame, value, group, hue, groups=None, hues=None, fmt="{:.2
             ys.append(v)
         bars = ax.bar(xs, ys, width=width * 0.95, label=str(h), color=colours[j % len(colours)])
         if label_bars:
-            for b, v in zip(bars, ys):
+            for b, v in zip(bars, ys, strict=True):
                 ax.annotate(fmt.format(v), (b.get_x() + b.get_width() / 2, b.get_height()),
                             ha="center", va="bottom", fontsize=6, rotation=90)
     if reference is not None:
