@@ -2,6 +2,7 @@
 examples run."""
 
 import base64
+import html
 import importlib.util
 import json
 import re
@@ -10,10 +11,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from meshopt_batch_app.cli import main
+from meshopt_batch_app.report.assets_section import default_assets_dir
 from meshopt_batch_app.report.build import SECTION_ANCHORS
+from meshopt_batch_app.report.gltf_tools import find_gltfpack
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -94,11 +98,45 @@ def test_report_anchors_and_gl_table(smoke_report):
     for published in ("0.82", "0.88", "~0.81x", "~0.7x", "49%", "54%", "0.36"):
         assert published in md
     if _gl():
-        section = md.split("## 4.")[1].split("## 5.")[0]
+        section = md.split("\n## 6. ")[1].split("\n## 7. ")[0]
         assert "coverage diff. pixels" in section
         for scene in ("city-ordered", "city-unordered", "city-batched", "hud-over-3d", "low-frequency",
                       "sprites-2d"):
             assert f"| {scene} |" in section
+
+
+def test_report_opens_with_the_verdict(smoke_report):
+    """Issue 31: the Verdict comes before any table, speaks of the all-GPU target, and both
+    twins carry the same sections in the same order."""
+    out, _ = smoke_report
+    md = (out / "report.md").read_text()
+    page = (out / "index.html").read_text()
+    assert re.findall(r"^## (.+)$", md, flags=re.M)[0] == "Verdict"
+    assert md.index("## Verdict") < md.index("\n|")
+    assert page.index('<h2 id="verdict">') < page.index("<table>")
+    verdict = md.split("## Verdict")[1].split("\n## ")[0]
+    assert "portable" in verdict and "meshoptimizer" in verdict and "| all at once (portable) |" in verdict
+    md_titles = re.findall(r"^#{2,3} (.+)$", md, flags=re.M)
+    html_titles = [html.unescape(t) for t in re.findall(r'<h[23] id="[^"]+">(.*?)</h[23]>', page)]
+    assert md_titles == html_titles
+
+
+def test_report_marks_best_cells_and_shows_real_gpus_and_assets(smoke_report):
+    out, _ = smoke_report
+    md = (out / "report.md").read_text()
+    page = (out / "index.html").read_text()
+    compare = md.split("\n## 1. ")[1].split("\n## ")[0]
+    assert compare.index("**One order shipped to every GPU") < compare.index("Each row is the order")
+    for chunk in compare.split("**ASR on the ")[1:]:
+        assert re.search(r"\| \*\*\d\.\d{3}\*\* \|", chunk), "a best ASR is bold in every profile's table"
+    assert page.count("<strong>") > 20 and "<details><summary>" in page
+    real = md.split("\n## 3. ")[1].split("\n## ")[0]
+    csv = pd.read_csv(ROOT / "results" / "nvidia_optimizers_2026-11-25.csv")
+    bunny = csv[(csv["mesh"] == "bunny") & (csv["method"] == "batch") & (csv["numbering"] == "first use")]
+    assert "NVIDIA H100" in real and f"{bunny['measured_asr'].iloc[0]:.4f}" in real
+    assets = md.split("\n## 2. ")[1].split("\n## ")[0]
+    if default_assets_dir().is_dir() and find_gltfpack()[0]:
+        assert "| gltfpack |" in assets and "| ours |" in assets
 
 
 def test_report_compares_reordering_with_the_oracle(smoke_report):

@@ -14,10 +14,12 @@ from ..options import deprecated_alias, split_values
 def add_parser(subparsers):
     p = subparsers.add_parser(
         "report", help="run compare, probe and simulate and write an HTML/Markdown report",
-        description="Run the optimizer comparison on the procedural meshes and ../shared/meshes "
-        "(or --mesh), the GPU probe on this machine, and every shipped scene with every "
-        "technique for the original, Forsyth and batch triangle orders, with the model-vs-OpenGL "
-        "check; write OUT/index.html (self-contained) and OUT/report.md with its PNG figures.",
+        description="Open with a verdict (which triangle order to ship for each GPU and for all of "
+        "them), then run the optimizer comparison on the procedural meshes and ../shared/meshes "
+        "(or --mesh), real glTF assets beside gltfpack, the committed real-GPU measurements, the GPU "
+        "probe on this machine, and every shipped scene with every technique for the original, "
+        "Forsyth and batch triangle orders, with the model-vs-OpenGL check; write OUT/index.html "
+        "(self-contained) and OUT/report.md with its PNG figures.",
     )
     p.add_argument("--out", "-o", default="report", metavar="DIR",
                    help="output folder (default: report)")
@@ -35,6 +37,11 @@ def add_parser(subparsers):
                    "files; default: every shipped scene)")
     deprecated_alias(p, "--scenes", "scene", "--scene (repeatable)", metavar="SCENE")
     p.add_argument("--frames", "-n", type=int, metavar="N", help="frames per scene (default: scope's)")
+    p.add_argument("--assets", metavar="DIR",
+                   help="glTF assets for the real-assets section, optimized beside gltfpack (default: "
+                   "../shared/gltf when present; the quick scope takes a few small ones)")
+    p.add_argument("--results", metavar="DIR",
+                   help="measured GPU results for the real-GPU section (default: the repository's results/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object (paths and timings)")
     p.add_argument("--library", metavar="OUTDIR",
@@ -56,7 +63,8 @@ def run(args) -> int:
     if args.frames is not None:
         check_frames(args.frames, 0, "--frames")
     meshes, scenes = split_values(args.mesh), split_values(args.scene)
-    scope = get_scope(args.scope, meshes=meshes, scenes=scenes, frames=args.frames)
+    scope = get_scope(args.scope, meshes=meshes, scenes=scenes, frames=args.frames, assets=args.assets,
+                      results=args.results)
     for s in scenes or []:
         load_scene(s)                    # a bad scene fails before anything runs
     out = build_report(args.out, scope, progress=False if args.no_progress else None)

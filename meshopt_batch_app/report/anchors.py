@@ -55,7 +55,7 @@ def ours(compare_df, matrix, frames, order: str) -> dict:
     if matrix is not None and len(matrix):
         own = matrix[matrix["order"] == order]
         n = own["scene"].nunique()
-        where = f"mean over {n} scenes, {order} order (section 3)"
+        where = f"mean over {n} scenes, {order} order (section 5)"
         for key, tech, col, fmt in (("vro_overshading", "vro", "overshading_vs_baseline", "{:.2f}x"),
                                     ("dr_overshading", "dr", "overshading_vs_baseline", "{:.2f}x"),
                                     ("evr_overshading", "evr", "overshading_vs_baseline", "{:.2f}x"),
@@ -77,7 +77,7 @@ def ours(compare_df, matrix, frames, order: str) -> dict:
 
 
 def anchors_section(compare_df, matrix, frames, order: str) -> Section:
-    sec = Section("anchors", "5. Published figures beside ours")
+    sec = Section("anchors", "7. Published figures beside ours")
     mine = ours(compare_df, matrix, frames, order)
     rows = []
     for key, paper, where, what, text in PUBLISHED:

@@ -1,8 +1,9 @@
 """Report section 1: which triangle order is best for which GPU (``meshopt-batch compare``).
 
-The numbers come from :mod:`meshopt_batch.compare`, the module the ``compare`` command prints;
-this section only lays them out (a Table-1-style table per profile, the optimizers' run times,
-ASR bars) and draws one mesh coloured by batch (paper 001 Fig. 3).
+The section opens with the "one order shipped to every GPU" table (:mod:`.shipped_section`).
+The rest comes from :mod:`meshopt_batch.compare`, the module the ``compare`` command prints;
+this section only lays it out (a Table-1-style table per profile, folded after its first rows,
+the optimizers' run times, ASR bars) and draws one mesh coloured by batch (paper 001 Fig. 3).
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from meshopt_batch.compare import compare, default_methods
 from meshopt_batch.optimizers import get_method, optimize
 from meshopt_batch.profiles import builtin_profile_names
 
-from .document import Figure, Section, Table
+from .document import Best, Figure, Section, Table
 from .figures import grouped_bars, new_figure, plot_mesh_batches
+from .shipped_section import shipped_paragraph, shipped_table
+
+#: Rows of each per-profile table shown before the rest folds.
+FOLD = 3
 
 
 def run_compare(meshes, scope, progress=None) -> dict:
@@ -40,27 +45,37 @@ def run_compare(meshes, scope, progress=None) -> dict:
             "seconds": time.perf_counter() - t0}
 
 
-def compare_section(data: dict, meshes) -> tuple[Section, pd.DataFrame | None]:
+def compare_section(data: dict, meshes, shipped: dict | None = None) -> tuple[Section, pd.DataFrame | None]:
     sec = Section("compare", "1. Which triangle order for which GPU (compare)")
+    if shipped and shipped.get("available"):
+        sec.lead.append(shipped_table(shipped))
+        sec.paragraphs.append(shipped_paragraph(shipped))
+        sec.commands.append("meshopt-batch compare " + " ".join(m.shown for m in shipped["meshes"])
+                            + " --shipped -p portable")
+    elif shipped:
+        sec.paragraphs.append(f"The shipped-order table did not run: {shipped['reason']}.")
     if not data.get("available"):
         sec.paragraphs.append(
             f"The comparison could not run: {data['reason']}. The other sections do not depend on it.")
         _batch_picture(sec, meshes)
         return sec, None
     result = data["result"]
-    sec.commands = [f"meshopt-batch compare {' '.join(m.shown for m in meshes)} "
-                    f"--profile {','.join(data['profiles'])}"]
+    sec.commands.append(f"meshopt-batch compare {' '.join(m.shown for m in meshes)} "
+                        f"--profile {','.join(data['profiles'])}")
     sec.paragraphs.append(
         f"{len(result.meshes)} meshes, each optimized once by every method ({', '.join(result.methods[1:])}; "
         "the batch optimizer once per profile, for the profile it is evaluated on), then evaluated with "
         f"the batch model of each GPU profile ({', '.join(result.profiles)}). ASR is vertex-shader "
         "invocations per triangle; 'perfect' is every referenced vertex shaded once. The tables are "
-        "what `meshopt-batch compare` prints.")
+        "what `meshopt-batch compare` prints; the lowest ASR of each mesh (the original order and "
+        f"'perfect' aside) is bold, as the command marks it with '*'. Each table shows {FOLD} meshes, the "
+        "others unfold below it.")
+    methods = tuple(m for m in result.methods if m != "original")
     for profile in result.profiles:
         sec.tables.append(Table(f"ASR on the {profile} model", result.table(profile).reset_index(),
-                                floatfmt="{:.3f}"))
-    sec.tables.append(Table("Optimizer run time (seconds, this machine)",
-                            result.time_table().reset_index(), floatfmt="{:.4f}"))
+                                floatfmt="{:.3f}", best=Best("row", among=methods), fold=FOLD))
+    sec.tables.append(Table("Optimizer run time (seconds, this machine; the fastest of each mesh bold)",
+                            result.time_table().reset_index(), floatfmt="{:.4f}", best=Best("row"), fold=FOLD))
     df = result.results
     _asr_bars(sec, df)
     _batch_picture(sec, meshes)
@@ -74,7 +89,7 @@ def _asr_bars(sec, df):
     rows = -(-len(profiles) // cols)
     fig, axes = new_figure(rows, cols, 5.0 * cols, 3.6 * rows)
     notes = []
-    for ax, profile in zip(axes, profiles):
+    for ax, profile in zip(axes, profiles, strict=False):
         part = df[df["profile"] == profile]
         grouped_bars(ax, part, "asr", "mesh", "method")
         perfect = part.groupby("mesh", sort=False)["perfect_asr"].first()

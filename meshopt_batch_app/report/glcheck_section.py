@@ -1,4 +1,4 @@
-"""Report section 4: the model's raster held against the local OpenGL, frame by frame.
+"""Report section 6: the model's raster held against the local OpenGL, frame by frame.
 
 The numbers are the ``gl_check`` record that :func:`pipeline_model.pipeline.simulate` keeps when
 the application passes :class:`meshopt_batch_app.glcheck.GLFrameCheck` (``meshopt-batch simulate
@@ -40,7 +40,7 @@ def gl_table(sim: dict, order: str) -> pd.DataFrame:
 
 
 def glcheck_section(sim: dict, scope) -> Section:
-    sec = Section("glcheck", "4. The model against a real OpenGL renderer (simulate --check-gl)")
+    sec = Section("glcheck", "6. The model against a real OpenGL renderer (simulate --check-gl)")
     order = scope.orders[0]
     if sim.get("gl_reason"):
         sec.paragraphs.append(

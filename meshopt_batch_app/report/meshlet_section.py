@@ -1,4 +1,4 @@
-"""Report section 6: meshlets for mesh-shader GPUs (``meshopt-batch compare --meshlets``).
+"""Report section 8: meshlets for mesh-shader GPUs (``meshopt-batch compare --meshlets``).
 
 The numbers come from :func:`meshopt_batch.meshlets.compare.compare_meshlets`, the function
 ``compare --meshlets`` prints; this section lays them out (one table per limit pair) and draws
@@ -19,7 +19,7 @@ from meshopt_batch.meshlets.compare import COMPARE_BUILDERS, compare_meshlets
 from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON
 from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
 
-from .document import Figure, Section, Table
+from .document import Best, Figure, Section, Table
 from .figures import batch_colours, new_figure
 
 #: The report's limit pairs: NVIDIA's recommendation and AMD's equal limits.
@@ -31,6 +31,13 @@ _COLUMNS = {"builder": "builder", "meshlets": "meshlets", "vertices_per_triangle
             "vertex_fill": "v-fill", "triangle_fill": "t-fill", "vertex_duplication": "dup",
             "cone_culled": "cone", "cone_culled_meshlets": "cone#", "frustum_culled": "frustum",
             "lane_occupancy": "lanes", "seconds": "seconds"}
+
+
+#: Best cells of the meshlet tables, per mesh: the least work, the fullest and most culled meshlets.
+MESHLET_BEST = (
+    Best("column", among=("meshlets", "vert/tri", "dup", "seconds"), group="mesh"),
+    Best("column", among=("v-fill", "t-fill", "cone", "cone#", "frustum", "lanes"), group="mesh", lower=False),
+)
 
 
 def run_meshlets(meshes, progress=None) -> dict:
@@ -52,7 +59,7 @@ def run_meshlets(meshes, progress=None) -> dict:
 
 
 def meshlet_section(data: dict, meshes) -> Section:
-    sec = Section("meshlets", "6. Meshlets for mesh-shader GPUs (compare --meshlets)")
+    sec = Section("meshlets", "8. Meshlets for mesh-shader GPUs (compare --meshlets)")
     names = [m for m in meshes if m.name not in data["left_out"]]
     sec.commands = [f"meshopt-batch compare {' '.join(m.shown for m in names)} --meshlets"]
     sec.paragraphs.append(
@@ -77,7 +84,8 @@ def meshlet_section(data: dict, meshes) -> Section:
         if not len(part):
             continue
         table = part[["mesh", *_COLUMNS]].rename(columns=_COLUMNS)
-        sec.tables.append(Table(f"Meshlets at {v}/{t}", table.reset_index(drop=True), floatfmt="{:.4f}"))
+        sec.tables.append(Table(f"Meshlets at {v}/{t} (the best builder of each mesh bold per column)",
+                                table.reset_index(drop=True), floatfmt="{:.4f}", best=MESHLET_BEST))
     if len(frame) and peer_available():
         sec.paragraphs.append(_verdict(frame))
     _meshlet_picture(sec, meshes)

@@ -1,4 +1,4 @@
-"""Report section 2: this machine's GPU, measured (``meshopt-batch probe``).
+"""Report section 4: this machine's GPU, measured (``meshopt-batch probe``).
 
 Runs :func:`gpu_probe.experiments.run_experiments` (paper 001 sec. 3.3), :func:`gpu_probe.fit.fit`
 and :func:`gpu_probe.accuracy.accuracy_table` on the report's meshes; nothing is measured or
@@ -22,7 +22,7 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.files import atomic_write
 from meshopt_batch.profiles import builtin_profile_names
 
-from .document import Figure, Section, Table
+from .document import Best, Figure, Section, Table
 from .figures import new_figure
 
 #: Experiments drawn as staircases (name, what the y axis shows). Except for the staircase
@@ -101,7 +101,7 @@ def _measured_table(acc: pd.DataFrame) -> pd.DataFrame:
 
 
 def probe_section(data: dict, meshes) -> Section:
-    sec = Section("probe", "2. This machine's GPU, measured (probe)")
+    sec = Section("probe", "4. This machine's GPU, measured (probe)")
     if not data.get("available"):
         sec.paragraphs += [
             "No OpenGL context could be created on this machine, so nothing was measured: "
@@ -115,7 +115,8 @@ def probe_section(data: dict, meshes) -> Section:
     sec.commands = ["meshopt-batch probe --fit"] + [f"meshopt-batch probe {m.shown}" for m in meshes]
     sec.paragraphs.append(
         f"Renderer: {info['renderer']} ({info['vendor']}; OpenGL {info['version']}). "
-        f"Vertex-shader invocations are counted by {'the pipeline-statistics query and ' if info['pipeline_statistics'] else ''}"
+        "Vertex-shader invocations are counted by "
+        f"{'the pipeline-statistics query and ' if info['pipeline_statistics'] else ''}"
         f"an atomic counter in the shader. The experiments of paper 001 sec. 3.3 took "
         f"{suite.seconds:.1f} s, the fit and its verification {res.seconds:.1f} s.")
 
@@ -139,8 +140,9 @@ def probe_section(data: dict, meshes) -> Section:
     # predicted vs measured
     if len(acc):
         table = _measured_table(acc)
-        sec.tables.append(Table("Measured ASR (original order) and each profile's prediction", table,
-                                floatfmt="{:.4f}"))
+        sec.tables.append(Table("Measured ASR (original order) and each profile's prediction (the closest "
+                                "prediction of each mesh bold)", table, floatfmt="{:.4f}",
+                                best=Best("row", among=tuple(table.columns[3:]), near="measured ASR")))
         batch = acc[acc["kind"] == "batch"]
         mse = batch.groupby("profile", sort=False)["sq_error"].mean()
         exact = batch.groupby("profile", sort=False)["error_asr"].apply(lambda s: int((s == 0).sum()))
@@ -185,7 +187,7 @@ def probe_section(data: dict, meshes) -> Section:
         cols = 3
         rows = (len(present) + cols - 1) // cols
         fig, axes = new_figure(rows, cols, 10.5, 3.0 * rows)
-        for ax, (name, ylabel) in zip(axes, present):
+        for ax, (name, ylabel) in zip(axes, present, strict=False):
             e = suite[name]
             if name == "staircase" or e.expected is None:
                 ax.plot(e.x, e.measured, lw=1.2, label="measured")

@@ -50,6 +50,14 @@ class Scope:
     overdraw_orders, overdraw_scenes : orders run in addition on the overdraw scenes
     simulate_workers : processes the simulate matrix runs on (``None``: one per core; 1: in
         this process)
+    shipped_max_triangles : meshes above this are left out of the shipped-order table (time;
+        ``None``: none)
+    assets_dir : glTF assets of the real-assets section (``None``: ``../shared/gltf``)
+    asset_pick : ``(min triangles, max triangles, count)``: only the ``count`` largest assets
+        in that range (``None``: every asset)
+    results_dir : committed GPU measurements (``None``: the repository's ``results/``)
+    block_rule_stride : predict every n-th 2^16 block-rule draw of the results again
+        (``None``: none; their buffers take seconds to regenerate)
     """
 
     name: str
@@ -67,6 +75,11 @@ class Scope:
     scenes: tuple | None = None
     mesh_paths: tuple = ()
     simulate_workers: int | None = None
+    shipped_max_triangles: int | None = None
+    assets_dir: str | None = None
+    asset_pick: tuple | None = None
+    results_dir: str | None = None
+    block_rule_stride: int | None = None
 
     def command(self, out_dir) -> str:
         """The ``meshopt-batch report`` command line that runs this scope."""
@@ -79,6 +92,10 @@ class Scope:
             parts.append("--scene " + ",".join(self.scenes))
         if self.frames != SCOPES[self.name].frames:
             parts.append(f"--frames {self.frames}")
+        if self.assets_dir:
+            parts.append(f"--assets {self.assets_dir}")
+        if self.results_dir:
+            parts.append(f"--results {self.results_dir}")
         return " ".join(p for p in parts if p)
 
     @property
@@ -105,19 +122,21 @@ _PROCEDURAL_QUICK = (("icosphere", (4,)), ("uv_sphere", (32, 64)), ("torus", (64
                      ("grid", (48,)))
 
 SCOPES = {
-    "full": Scope("full", procedural=_PROCEDURAL_FULL, shared="all", max_shared_triangles=2_000_000),
+    "full": Scope("full", procedural=_PROCEDURAL_FULL, shared="all", max_shared_triangles=2_000_000,
+                  shipped_max_triangles=400_000, block_rule_stride=1),
     "quick": Scope("quick", procedural=_PROCEDURAL_QUICK, shared="bunny", frames=4,
                    size=(598, 384), probe_orders=("original", "shuffled"),
-                   probe_random=30),
+                   probe_random=30, asset_pick=(100, 12_000, 3)),
     "smoke": Scope("smoke", procedural=(("icosphere", (2,)), ("grid", (12,))), shared="none",
                    frames=3, size=(256, 160), probe_orders=("original",),
                    probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe"),
-                   simulate_workers=1),
+                   simulate_workers=1, asset_pick=(100, 1_000, 1)),
 }
 
 
-def get_scope(name: str, meshes=None, scenes=None, frames=None) -> Scope:
-    """The named scope with the command line's ``--mesh`` / ``--scene`` / ``--frames``."""
+def get_scope(name: str, meshes=None, scenes=None, frames=None, assets=None, results=None) -> Scope:
+    """The named scope with the command line's ``--mesh`` / ``--scene`` / ``--frames`` /
+    ``--assets`` / ``--results`` (the two folders must exist)."""
     try:
         scope = SCOPES[name]
     except KeyError:
@@ -142,6 +161,13 @@ def get_scope(name: str, meshes=None, scenes=None, frames=None) -> Scope:
         if frames < 1:
             raise MeshoptBatchError("--frames must be at least 1")
         scope = replace(scope, frames=int(frames))
+    for option, folder in (("--assets", assets), ("--results", results)):
+        if folder is not None and not Path(folder).is_dir():
+            raise MeshoptBatchError(f"{option} {folder}: no such folder")
+    if assets is not None:
+        scope = replace(scope, assets_dir=str(assets))
+    if results is not None:
+        scope = replace(scope, results_dir=str(results))
     return scope
 
 

@@ -1,4 +1,4 @@
-"""Report section 3: the end-to-end matrix on the tile-based GPU model (``meshopt-batch simulate``).
+"""Report section 5: the end-to-end matrix on the tile-based GPU model (``meshopt-batch simulate``).
 
 Every shipped scene is run with every technique for each triangle order of the scope through
 :func:`pipeline_model.pipeline.simulate`, the function the ``simulate`` command calls; the
@@ -29,7 +29,7 @@ from ..glcheck import GLFrameCheck
 from ..library.local import default_workers
 from ..library.worker import die_with_parent
 from .anchors import BAR_REFERENCES
-from .document import Figure, Section, Table
+from .document import Best, Figure, Section, Table
 from .figures import grouped_bars, new_figure, tile_overlay
 
 #: Techniques whose per-tile requests the report draws (skip map: RE family; rate map: DSR).
@@ -246,7 +246,7 @@ def _range(values, fmt="{:.2f}") -> str:
 
 
 def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
-    sec = Section("simulate", "3. Whole frames on a tile-based GPU model (simulate)")
+    sec = Section("simulate", "5. Whole frames on a tile-based GPU model (simulate)")
     m = matrix_frame(data)
     sec.commands = list(data["commands"])
     first = scope.orders[0]
@@ -274,7 +274,7 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
                                 "tiles_skipped_pct": "tiles skipped %", "samples_per_pixel": "samples/pixel",
                                 "mssim_min": "min MSSIM", "speedup": "speed-up",
                                 "energy_vs_baseline": "energy / baseline"}),
-                            floatfmt="{:.3f}"))
+                            floatfmt="{:.3f}", best=TECHNIQUE_BEST))
     reorder = _reorder_summary(own)
     if reorder:
         sec.paragraphs.append(reorder)
@@ -303,7 +303,7 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
     piv.insert(2, "vertex inv.", [int(vinv.get((s, o), -1)) for s, o in zip(piv["scene"], piv["order"], strict=False)])
     piv.columns.name = None
     sec.tables.append(Table("End-to-end matrix: speed-up (cycles) over the baseline in the scene's own order",
-                            piv, floatfmt="{:.3f}"))
+                            piv, floatfmt="{:.3f}", best=Best("row", among=tuple(piv.columns[3:]), lower=False)))
 
     overdraw_tables(sec, data, m, scope)
     _technique_bars(sec, own)
@@ -312,6 +312,13 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
     _timelines(sec, data, first)
     return sec, m
 
+
+#: Best cells of the techniques table: per scene, the least work and the most saved.
+TECHNIQUE_BEST = (
+    Best("column", among=("frag. shaded", "overshading", "overshading / baseline", "energy / baseline"),
+         group="scene"),
+    Best("column", among=("tiles skipped %", "speed-up"), group="scene", lower=False),
+)
 
 #: Techniques whose gain on top of each triangle order the overdraw table states.
 OVERDRAW_TECHNIQUES = ("vro", "evr", "dr")
@@ -346,13 +353,16 @@ def overdraw_tables(sec, data: dict, m: pd.DataFrame, scope) -> None:
             cost.append(c)
         how = (f"{first.frames} frames at {first.width}x{first.height}, vertex work under the "
                f"{first.profile} model")
+        cost = pd.DataFrame(cost)
+        faster = tuple(c for c in cost.columns if c.endswith("speed-up"))
         sec.tables.append(Table(f"Overdraw-aware triangle orders on {scene} ({how}): work per order and "
                                 "overshading (shaded fragments per covered pixel) under each technique",
-                                pd.DataFrame(work), floatfmt="{:.4f}"))
+                                pd.DataFrame(work), floatfmt="{:.4f}", best=Best("column")))
         sec.tables.append(Table(f"Overdraw-aware triangle orders on {scene}: the cost table's cycles and "
                                 "energy of the baseline, and each technique's speed-up and energy "
-                                "relative to the baseline of the same order", pd.DataFrame(cost),
-                                floatfmt="{:.3f}"))
+                                "relative to the baseline of the same order", cost, floatfmt="{:.3f}",
+                                best=(Best("column", among=tuple(c for c in cost.columns[1:] if c not in faster)),
+                                      Best("column", among=faster, lower=False))))
         text = _overdraw_paragraph(scene, data, cell, orders, techs)
         if text:
             sec.paragraphs.append(text)
