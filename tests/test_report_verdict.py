@@ -124,6 +124,34 @@ def test_verdict_reads_the_real_asset_ratio(shipped):
     assert rows["assets vs gltfpack"].iloc[-1] == totals["ours / gltfpack, same weld"][:-1].max()
 
 
+def test_stages_in_a_second_process_give_the_same_answers(tmp_path, monkeypatch):
+    """On two cores the shipped table, the assets and the real-GPU files run in a second process
+    beside compare: the same answers as in this one."""
+    from meshopt_batch_app.report import background
+    from meshopt_batch_app.report.scope import MeshInput
+    from meshopt_batch_app.report.shipped_section import run_shipped
+
+    inputs = []
+    for mesh in (meshes.icosphere(2), meshes.grid(10)):
+        save_mesh(mesh, tmp_path / f"{mesh.name}.ply")
+        inputs.append(MeshInput(mesh.name, mesh, tmp_path / f"{mesh.name}.ply"))
+    scope = SimpleNamespace(shipped_max_triangles=None, block_rule_stride=None)
+    groups = read_results(RESULTS)
+    monkeypatch.setattr(background, "default_workers", lambda: 2)
+    with background.Background() as second:
+        assert second.active
+        handles = (second.submit(run_shipped, inputs, scope), second.submit(run_real_gpus, groups, scope))
+        there, there_real = (second.result(h) for h in handles)
+    here, here_real = run_shipped(inputs, scope), run_real_gpus(groups, scope)
+    pd.testing.assert_frame_equal(here["result"].table(), there["result"].table())
+    assert [m.name for m in there["meshes"]] == [m.name for m in inputs] and not there["left_out"]
+    for a, b in zip(here_real["groups"], there_real["groups"], strict=True):
+        pd.testing.assert_frame_equal(a["exact"], b["exact"])
+    with background.Background(enabled=False) as inline:
+        assert not inline.active
+        assert inline.result(inline.submit(run_real_gpus, groups, scope))["stride"] is None
+
+
 def test_shipped_table_marks_the_best_of_each_column(shipped):
     frame = shipped_frame(shipped["result"])
     md = markdown_table(Table("s", frame, best=Best("column")))
@@ -189,7 +217,7 @@ def test_a_new_results_file_appears_without_code_changes(tmp_path):
     _new_gpu_file(tmp_path)
     groups = read_results(tmp_path)
     assert {g.renderer for g in groups} == {H100, "Test GPU 9000"}
-    data = run_real_gpus(groups, None, SimpleNamespace(block_rule_stride=None))
+    data = run_real_gpus(groups, SimpleNamespace(block_rule_stride=None))
     sec = real_gpu_section(data, tmp_path)
     titles = [s.title for s in sec.subsections]
     assert any("Test GPU 9000" in t for t in titles) and any(H100 in t for t in titles)
@@ -249,7 +277,7 @@ def test_missing_asset_folder_is_said_not_failed(tmp_path):
 
 
 def test_empty_results_and_asset_folders_are_said(tmp_path):
-    sec = real_gpu_section(run_real_gpus([], None, SimpleNamespace(block_rule_stride=None)), tmp_path)
+    sec = real_gpu_section(run_real_gpus([], SimpleNamespace(block_rule_stride=None)), tmp_path)
     assert any("No results files in" in p for p in sec.paragraphs) and not sec.subsections
     (tmp_path / "assets").mkdir()
     data = run_assets(SimpleNamespace(assets_dir=str(tmp_path / "assets"), asset_pick=None), tmp_path / "w")

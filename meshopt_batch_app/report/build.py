@@ -29,6 +29,7 @@ from . import (
     simulate_section,
     verdict_section,
 )
+from .background import Background
 from .document import Section, Table, write_report
 from .results_files import default_results_dir, read_results
 from .scope import Scope, collect_meshes, make_workdir, progress_bar
@@ -59,7 +60,7 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
     t0 = time.perf_counter()
     gpu_results = read_results(results_dir) if results_dir.is_dir() else []
     stages["results files"] = time.perf_counter() - t0
-    outer = bar(7, "report")
+    outer = bar(8, "report")
     with make_workdir() as tmp:
         work = Path(tmp)
 
@@ -76,32 +77,32 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
         outer.update(1)
 
         stage("compare")
-        cmp_data = compare_section.run_compare(meshes, scope, progress=bar)
-        stages["compare"] = cmp_data["seconds"]
-        shipped = run_shipped(meshes, scope, progress=bar)
-        stages["shipped"] = shipped["seconds"]
-        meshlet_data = meshlet_section.run_meshlets(meshes, progress=bar)
-        stages["meshlets"] = meshlet_data["seconds"]
-        outer.update(1)
+        with Background() as second:
+            later = {"shipped": second.submit(run_shipped, meshes, scope, progress=bar),
+                     "assets": second.submit(assets_section.run_assets, scope, work / "assets", progress=bar),
+                     "real GPUs": second.submit(real_gpu_section.run_real_gpus, gpu_results, scope)}
+            cmp_data = compare_section.run_compare(meshes, scope, progress=bar)
+            stages["compare"] = cmp_data["seconds"]
+            meshlet_data = meshlet_section.run_meshlets(meshes, progress=bar)
+            stages["meshlets"] = meshlet_data["seconds"]
+            outer.update(1)
 
-        stage("probe")
-        probe_data = probe_section.run_probe(meshes, scope, work, progress=bar)
-        stages["probe"] = probe_data["seconds"]
-        outer.update(1)
+            stage("probe")
+            probe_data = probe_section.run_probe(meshes, scope, work, progress=bar)
+            stages["probe"] = probe_data["seconds"]
+            outer.update(1)
+
+            stage("shipped, assets, real GPUs")
+            where = " (second process)" if second.active else ""
+            shipped, asset_data, real_data = (second.result(later[k]) for k in ("shipped", "assets", "real GPUs"))
+            for name, data in zip(later, (shipped, asset_data, real_data), strict=True):
+                stages[name + where] = data["seconds"]
+            real_data = real_gpu_section.with_this_machine(real_data, probe_data)
+            outer.update(3)
 
         stage("simulate")
         sim_data = simulate_section.run_simulations(scope, progress=bar)
         stages["simulate"] = sim_data["seconds"]
-        outer.update(1)
-
-        stage("assets")
-        asset_data = assets_section.run_assets(scope, work / "assets", progress=bar)
-        stages["assets"] = asset_data["seconds"]
-        outer.update(1)
-
-        stage("real GPUs")
-        real_data = real_gpu_section.run_real_gpus(gpu_results, probe_data, scope)
-        stages["real GPUs"] = real_data["seconds"]
         outer.update(1)
 
         stage("figures")

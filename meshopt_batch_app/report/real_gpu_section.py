@@ -25,7 +25,8 @@ from meshopt_batch.targets import PORTABLE
 from .document import Best, Section, Table
 from .results_files import KIND_NAMES, GPUResults, ResultsFile
 
-__all__ = ["exact_table", "exact_totals", "live_group", "optimizer_table", "real_gpu_section", "run_real_gpus"]
+__all__ = ["exact_table", "exact_totals", "live_group", "optimizer_table", "real_gpu_section", "run_real_gpus",
+           "with_this_machine"]
 
 _PARAMS = ("max_size", "max_uniques", "memory", "memory_size", "boundary_16bit")
 
@@ -254,18 +255,25 @@ def _files_table(group: GPUResults) -> pd.DataFrame:
         "date": f.date or "-", "records": f.records} for f in group.files])
 
 
-def run_real_gpus(groups: list[GPUResults], probe_data: dict | None, scope) -> dict:
-    """The tables of every group (the committed ones and, when the probe ran, this machine)."""
+def _entry(group: GPUResults, live: bool, stride: int | None) -> dict:
+    return {"group": group, "live": live, "exact": exact_table(group, stride), "optimizers": optimizer_table(group),
+            "assets": _asset_table(group), "raster": _raster_table(group)}
+
+
+def run_real_gpus(groups: list[GPUResults], scope) -> dict:
+    """The tables of every committed group, the one with the most records first."""
     t0 = time.perf_counter()
-    live = live_group(probe_data) if probe_data else None
-    out = []
     ranked = sorted(groups, key=lambda g: -sum(f.records for f in g.files))
-    for group in ([live] if live else []) + ranked:
-        stride = None if group is live else scope.block_rule_stride
-        out.append({"group": group, "live": group is live, "exact": exact_table(group, stride),
-                    "optimizers": optimizer_table(group), "assets": _asset_table(group),
-                    "raster": _raster_table(group)})
+    out = [_entry(group, False, scope.block_rule_stride) for group in ranked]
     return {"groups": out, "seconds": time.perf_counter() - t0, "stride": scope.block_rule_stride}
+
+
+def with_this_machine(data: dict, probe_data: dict | None) -> dict:
+    """``data`` with this run's probe (when it ran) as the first group."""
+    live = live_group(probe_data) if probe_data else None
+    if live is None:
+        return data
+    return {**data, "groups": [_entry(live, True, None), *data["groups"]]}
 
 
 def live_group(probe_data: dict) -> GPUResults | None:

@@ -29,15 +29,15 @@ def run_shipped(meshes, scope, progress=None) -> dict:
     picked = [m for m in meshes if cap is None or m.mesh.triangle_count <= cap]
     left_out = [m for m in meshes if m not in picked]
     if not picked:
-        return {"available": False, "reason": "no mesh within this scope's size limit",
+        return {"available": False, "reason": "no mesh within this scope's size limit", "meshes": [],
                 "left_out": left_out, "seconds": time.perf_counter() - t0}
     bar = progress(len(picked), "shipped") if progress else None
     seen = set()
 
     def tick(msg):
         if bar is not None:
-            mesh = msg.split(":", 1)[0]
             bar.set_postfix_str(msg)
+            mesh = msg.split(":", 1)[0]
             if mesh not in seen:
                 seen.add(mesh)
                 bar.update(1)
