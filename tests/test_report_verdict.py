@@ -115,6 +115,22 @@ def test_verdict_figures_are_the_shipped_tables(shipped):
         assert f"| {p} | {rows.loc[p, 'order']} | {rows.loc[p, 'ratio']:.3f} |" in shown
 
 
+def test_verdict_says_where_the_input_order_binds_the_portable_order():
+    # a 48 x 48 grid row by row is drawn with every vertex shaded once by intel's 128-entry FIFO
+    result = compare_shipped([meshes.grid(48), meshes.icosphere(2)])
+    shipped = {"available": True, "result": result, "meshes": [], "left_out": []}
+    rows = result.results
+    wins = rows[(rows["order"] == "input") & rows["profile"].isin(result.profiles) & (rows["ratio"] < 1)]
+    text = " ".join(verdict_section(shipped).paragraphs)
+    assert set(wins["mesh"]) == {"grid_48x48"} and "intel" in set(wins["profile"])
+    for mesh, profile, ratio in zip(wins["mesh"], wins["profile"], wins["ratio"], strict=True):
+        assert f"{mesh} on" in text and f"{profile} ({ratio:.3f}x)" in text
+    rest = rows[(rows["order"] == "batch@portable") & rows["profile"].isin(result.profiles)
+                & ~rows["mesh"].isin(set(wins["mesh"]))]
+    if len(rest):
+        assert f"{np.exp(np.log(rest['ratio']).mean()):.3f}x meshoptimizer's (geometric mean" in text
+
+
 def test_verdict_reads_the_real_asset_ratio(shipped):
     result = shipped["result"]
     totals = pd.DataFrame({"profile": result.profiles + ["bytes"], "ours / gltfpack": 0.9,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from meshopt_batch.files import atomic_write
 
@@ -36,11 +37,17 @@ class Figure:
 
     def png_bytes(self) -> bytes:
         if self.png is None:
-            buf = io.BytesIO()
-            self.figure.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+            self.png = _encode(self.figure)
             plt.close(self.figure)
-            self.png = buf.getvalue()
         return self.png
+
+
+def _encode(figure) -> bytes:
+    """The figure as PNG (a constrained layout already fits it; ``tight`` would draw it twice)."""
+    buf = io.BytesIO()
+    constrained = isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine)
+    figure.savefig(buf, format="png", dpi=110, bbox_inches=None if constrained else "tight")
+    return buf.getvalue()
 
 
 @dataclass(frozen=True)

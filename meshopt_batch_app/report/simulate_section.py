@@ -148,15 +148,25 @@ def _run_jobs(jobs: list, workers: int, bar) -> list:
             tick(job)
         return answers
     threads = max(1, default_workers() // workers)
+    # a scene's cells go to one worker, which builds the scene once; the scenes with most cells first
+    by_scene: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_scene.setdefault(job.scene, []).append(i)
+    groups = sorted(by_scene.values(), key=len, reverse=True)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_start_worker, initargs=(threads,)) as pool:
-        futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
+        futures = {pool.submit(_run_scene_jobs, [jobs[i] for i in group]): group for group in groups}
         answers = [None] * len(jobs)
         for fut in as_completed(futures):
-            i = futures[fut]
-            answers[i] = fut.result()
-            tick(jobs[i])
+            for i, answer in zip(futures[fut], fut.result(), strict=True):
+                answers[i] = answer
+                tick(jobs[i])
     return answers
+
+
+def _run_scene_jobs(jobs: list) -> list:
+    """The cells of one scene, in order (in a worker)."""
+    return [_run_job(job) for job in jobs]
 
 
 def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | None = None) -> dict:

@@ -37,6 +37,36 @@ def _worst(result, order: str, profiles: list[str]) -> tuple[float, str, str]:
     return float(top["ratio"]), str(top["mesh"]), str(top["profile"])
 
 
+def _input_wins(result) -> dict[str, list[tuple[str, float]]]:
+    """Meshes whose input order takes fewer invocations than the reference on some profile:
+    ``{mesh: [(profile, ratio), ...]}``."""
+    rows = result.results
+    rows = rows[(rows["order"] == "input") & rows["profile"].isin(result.profiles) & (rows["ratio"] < 1.0)]
+    wins: dict[str, list[tuple[str, float]]] = {}
+    for mesh, profile, ratio in zip(rows["mesh"], rows["profile"], rows["ratio"], strict=True):
+        wins.setdefault(str(mesh), []).append((str(profile), float(ratio)))
+    return wins
+
+
+def _never_worse_note(result, portable: str, bound: dict) -> str:
+    """Why the portable order loses to the reference where the input beats it somewhere, and
+    how it does on the other meshes."""
+    where = "; ".join(f"{mesh} on {', '.join(f'{p} ({r:.3f}x)' for p, r in wins)}" for mesh, wins in bound.items())
+    text = (f"Where the input order already takes fewer invocations than {REFERENCE}'s on some GPU ({where}), "
+            f"`{portable}` only takes orders that are no worse than the input on every GPU (the never-worse "
+            f"rule of `optimize`), which {REFERENCE}'s order is not there.")
+    rows = result.results
+    rest = rows[(rows["order"] == portable) & rows["profile"].isin(result.profiles) & ~rows["mesh"].isin(list(bound))]
+    if len(rest):
+        per_mesh = rest.groupby("mesh")["ratio"]
+        mean = float(np.exp(np.log(rest["ratio"]).mean()))
+        worst = rest.loc[rest["ratio"].idxmax()]
+        text += (f" On the other {per_mesh.ngroups} mesh{'es' if per_mesh.ngroups != 1 else ''} it averages "
+                 f"{mean:.3f}x {REFERENCE}'s (geometric mean over meshes and GPUs), worst {float(worst['ratio']):.3f}x "
+                 f"({worst['mesh']} on {worst['profile']}).")
+    return text
+
+
 def verdict_rows(result, asset_totals: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per profile of the target and one for all of them (:data:`ALL`).
 
@@ -141,6 +171,9 @@ def verdict_section(shipped: dict, assets: dict | None = None, gains: list | Non
         text += (f" The order written for that target, `{portable}`, averages {every['portable']:.3f}x with a "
                  f"worst case of {p_worst:.3f}x ({p_mesh} on {p_prof}).")
     sec.paragraphs.append(text)
+    bound = _input_wins(result)
+    if bound and portable in result.results["order"].values:
+        sec.paragraphs.append(_never_worse_note(result, portable, bound))
     if assets and np.isfinite(rows["assets vs gltfpack"]).any():
         vals = per_gpu["assets vs gltfpack"]
         alike = ("that both tools weld to the same vertex count" if assets["same_weld"]
