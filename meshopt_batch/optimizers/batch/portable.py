@@ -44,6 +44,12 @@ Where the input predicts fewer invocations on some profile than every candidate 
 rows is about as good as it gets for Intel's long FIFO), the order made for that profile alone
 is tried as well, so that an order no worse than the input everywhere can still be found.
 
+Last, up to 2^16 vertices, the chosen order (the input when none dominates it) is refined in
+windows (:mod:`.window_search`): a run of 64 to 256 consecutive triangles at a time is replaced
+by meshoptimizer's cache order of those triangles where no profile of the target predicts more
+and one fewer, within a work bound of :data:`WINDOW_WORK`.  Where the input binds (rows that
+Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse better.
+
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
 boundary fix's numbering (paper 001 sec. 4) and NVIDIA's profiles are judged with the 2^16
@@ -75,8 +81,9 @@ from ...targets import Target
 from ...vertex_fetch import first_use_order
 from ..result import OptimizeResult
 from .optimizer import optimize_batch
+from .window_search import refine_in_windows
 
-__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "optimize_for_target"]
+__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "WINDOWS", "WINDOW_WORK", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
@@ -95,6 +102,10 @@ CODEC_SLACK = 1.03
 #: Above this many triangles only the first candidate is made, without the ``D`` term (the
 #: faster variant of paper 001 sec. 4), so the whole stays within 10x meshoptimizer's time.
 LARGE = 1 << 18
+#: Window lengths (triangles) of the window search from the chosen order, and its work bound
+#: (windows tried x triangles): a few batches of every rule; about a second at most per buffer.
+WINDOWS = (128, 96, 192, 64, 256)
+WINDOW_WORK = 5_000_000
 
 
 def _strictness(profile) -> tuple:
@@ -178,6 +189,17 @@ class _Pool:
                for p in self.target.evaluation_profiles(source.shape[0])}
         self.judged[name] = [numbered, source, inv, None]
 
+    def invocations(self, tris: np.ndarray) -> np.ndarray:
+        """An order's predicted invocations on every profile, numbered by first use."""
+        numbered, source = _numbered(tris, None, self.vertex_count)
+        return np.array([predict(numbered, source.shape[0], profile=p).invocations
+                         for p in self.target.evaluation_profiles(source.shape[0])])
+
+    def original(self, name: str) -> np.ndarray:
+        """A candidate's triangles in the input's vertex numbers."""
+        numbered, source = self.judged[name][:2]
+        return source[numbered]
+
     def codec(self, name: str) -> float:
         entry = self.judged[name]
         if entry[3] is None:
@@ -214,6 +236,27 @@ class _Pool:
             if self.input[k] < min(entry[2][q.name] for entry in self.judged.values()):
                 wins.add(self.target.profiles[k].name)
         return [p for p in profiles if p.name in wins]
+
+
+def _local_order(window: np.ndarray) -> np.ndarray:
+    """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly)."""
+    used, compact = np.unique(window, return_inverse=True)
+    flat = np.ascontiguousarray(compact, np.uint32).reshape(-1)
+    out = np.empty_like(flat)
+    meshoptimizer.optimize_vertex_cache(out, flat, flat.size, used.shape[0])
+    return used[out.astype(np.int64)].reshape(-1, 3)
+
+
+def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None) -> str | None:
+    """The window search (:mod:`.window_search`) from the chosen order (the input when none
+    was): added to the pool, and the choice made again."""
+    start = tris if chosen is None else pool.original(chosen)
+    order, _, kept = refine_in_windows(start, judge=pool.invocations, local=_local_order,
+                                       windows=WINDOWS, work=WINDOW_WORK)
+    if not kept:
+        return chosen
+    pool.add(f"{chosen or 'input'} + windows", (order, None))
+    return pool.choose()
 
 
 def optimize_for_target(triangles, vertex_count: int | None = None, *, target: Target, use_distance: bool = True,
@@ -264,6 +307,8 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
             pool.add(f"batch@{p.name} alone", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
                                                               queue, fix_16bit, options))
         chosen = pool.choose()
+    if not large and vcount <= (1 << 16) and chosen != "meshoptimizer":
+        chosen = _refine(pool, tris64, chosen)
     chosen = chosen or "meshoptimizer"
     judged, mean_ratio = pool.judged, pool.mean_ratio
     numbered, source, inv, _ = judged[chosen]
