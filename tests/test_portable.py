@@ -182,7 +182,8 @@ def test_windows_refine_an_input_that_binds_and_stay_below_it_everywhere():
     assert _digest(optimize_for_target(tris, mesh.vertex_count, target=target)) == _digest(res)
 
 
-def test_window_search_keeps_only_changes_no_profile_predicts_worse():
+@pytest.mark.parametrize("context", [None, 8])
+def test_window_search_keeps_only_changes_no_profile_predicts_worse(context):
     from meshopt_batch.optimizers.batch.window_search import refine_in_windows
     tris = _shuffled(meshes.icosphere(3), 3)
     target = get_target("nvidia_gl,amd")
@@ -190,12 +191,31 @@ def test_window_search_keeps_only_changes_no_profile_predicts_worse():
     def judge(order):
         return np.array(judged(order, int(tris.max()) + 1, target))
 
-    order, inv, kept = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16,), work=10**9)
-    assert np.array_equal(inv, judge(order)) and np.all(inv <= judge(tris))
+    order, inv, kept = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16,),
+                                         context=context, align=4, work=10**9)
+    assert kept > 0
+    assert np.array_equal(inv, judge(order)) and np.all(inv <= judge(tris)) and np.any(inv < judge(tris))
     assert (kept == 0) == np.array_equal(order, tris)
     assert np.array_equal(_corner_sets(order), _corner_sets(tris))
     none, same, zero = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16,), work=0)
     assert zero == 0 and np.array_equal(none, tris)
+
+
+def test_screen_judges_a_run_and_its_change_with_one_numbering():
+    from meshopt_batch.optimizers.batch.portable import _Pool
+    mesh = meshes.torus(32, 16)
+    tris = np.asarray(mesh.triangles, np.int64)
+    pool = _Pool(tris, mesh.vertex_count, get_target("portable"))
+    run = tris[100:400]
+    same, again = pool.screen(run, run.copy())
+    assert np.array_equal(same, again)
+    changed = run.copy()
+    changed[50:150] = changed[50:150][::-1]
+    before, after = pool.screen(run, changed)
+    assert np.array_equal(before, same)
+    # numbered by first use in the unchanged run: the judgement of a run alone, renumbered likewise
+    assert np.array_equal(before, pool.invocations(run))
+    assert pool.batch_alignment() == 128        # AMD's 384-index batches
 
 
 def test_a_set_of_two_profiles_is_never_worse_on_either():

@@ -83,7 +83,8 @@ from ..result import OptimizeResult
 from .optimizer import optimize_batch
 from .window_search import refine_in_windows
 
-__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "WINDOWS", "WINDOW_WORK", "optimize_for_target"]
+__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "WINDOWS", "WINDOW_CONTEXT", "WINDOW_SCREEN_ABOVE",
+           "WINDOW_WORK", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
@@ -102,10 +103,15 @@ CODEC_SLACK = 1.03
 #: Above this many triangles only the first candidate is made, without the ``D`` term (the
 #: faster variant of paper 001 sec. 4), so the whole stays within 10x meshoptimizer's time.
 LARGE = 1 << 18
-#: Window lengths (triangles) of the window search from the chosen order, and its work bound
-#: (windows tried x triangles): a few batches of every rule; about a second at most per buffer.
+#: Window lengths (triangles) of the window search from the chosen order: a few batches of
+#: every rule.  Above WINDOW_SCREEN_ABOVE triangles a change is screened on WINDOW_CONTEXT
+#: triangles around its window before the whole buffer is judged (below, every change is judged
+#: whole: the screen misjudges rows that Intel's FIFO reuses across a window).  WINDOW_WORK bounds
+#: the triangles judged in all (a few seconds on a 100k-triangle scan).
 WINDOWS = (128, 96, 192, 64, 256)
-WINDOW_WORK = 5_000_000
+WINDOW_SCREEN_ABOVE = 8192
+WINDOW_CONTEXT = 256
+WINDOW_WORK = 20_000_000
 
 
 def _strictness(profile) -> tuple:
@@ -195,6 +201,28 @@ class _Pool:
         return np.array([predict(numbered, source.shape[0], profile=p).invocations
                          for p in self.target.evaluation_profiles(source.shape[0])])
 
+    def screen(self, run: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A run of an order and the same run changed, both numbered by first use in ``run``
+        (so llvmpipe's vertex-number table sees the same numbers in both), judged on every
+        profile from empty memories."""
+        flat = run.reshape(-1)
+        verts, first = np.unique(flat, return_index=True)
+        rank = np.empty(verts.shape[0], np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(verts.shape[0])
+        profiles = self.target.evaluation_profiles(self.vertex_count)
+        out = []
+        for tris in (run, changed):
+            numbered = rank[np.searchsorted(verts, tris)]
+            out.append(np.array([predict(numbered, verts.shape[0], profile=p).invocations for p in profiles]))
+        return out[0], out[1]
+
+    def batch_alignment(self) -> int:
+        """Triangles per batch of the smallest fixed-size batch rule of the target (the index
+        bound is always reached first: AMD's 384 indices, 128 triangles), or 1."""
+        sizes = [p.max_size // 3 for p in self.target.profiles
+                 if p.max_size and p.max_size == p.max_uniques and p.max_size % 3 == 0]
+        return min(sizes) if sizes else 1
+
     def original(self, name: str) -> np.ndarray:
         """A candidate's triangles in the input's vertex numbers."""
         numbered, source = self.judged[name][:2]
@@ -251,8 +279,10 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None) -> str | None:
     """The window search (:mod:`.window_search`) from the chosen order (the input when none
     was): added to the pool, and the choice made again."""
     start = tris if chosen is None else pool.original(chosen)
-    order, _, kept = refine_in_windows(start, judge=pool.invocations, local=_local_order,
-                                       windows=WINDOWS, work=WINDOW_WORK)
+    screened = tris.shape[0] > WINDOW_SCREEN_ABOVE
+    order, _, kept = refine_in_windows(start, judge=pool.invocations, local=_local_order, screen=pool.screen,
+                                       windows=WINDOWS, context=WINDOW_CONTEXT if screened else None,
+                                       align=pool.batch_alignment(), work=WINDOW_WORK)
     if not kept:
         return chosen
     pool.add(f"{chosen or 'input'} + windows", (order, None))

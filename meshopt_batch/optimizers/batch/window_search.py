@@ -6,8 +6,10 @@ Algorithm 1, on the whole buffer, so that batch boundaries moved by a change and
 caches' state after it are counted).  :func:`refine_in_windows` slides windows of a few
 batches' length over the order, replaces the window's triangles by a local cache order of
 them, and keeps the change when no profile predicts more and one predicts fewer: the result
-dominates its start on every profile.  Windows of several lengths, each twice (the second time
-offset by half a window), so a change may straddle a boundary of the first pass.
+dominates its start on every profile.  A change is screened first on the triangles around the
+window alone, so the whole buffer is judged again only for the few that pass.  Windows of
+several lengths, each twice (the second time offset by half a window), so a change may
+straddle a boundary of the first pass; the schedule runs again while it keeps changes.
 
 This reaches orders a greedy constructive optimizer does not: where the start follows rows of
 a regular surface (which a long FIFO such as Intel's 128 entries serves almost perfectly and
@@ -34,23 +36,43 @@ __all__ = ["refine_in_windows"]
 
 def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np.ndarray],
                       local: Callable[[np.ndarray], np.ndarray], windows=(128, 96, 192, 64, 256),
+                      screen: Callable[[np.ndarray, np.ndarray], tuple] | None = None,
+                      rounds: int = 2, context: int | None = 256, align: int = 1,
                       work: int = 5_000_000) -> tuple[np.ndarray, np.ndarray, int]:
     """Improve ``triangles`` window by window without any profile getting worse.
+
+    Each change is first screened on the triangles around it (``context`` before and after the
+    window, judged from empty memories): only a change that is no worse there on every profile
+    and better on one is judged on the whole buffer, and kept when it is no worse on any profile
+    and better on one there too.
 
     Parameters
     ----------
     triangles : (T, 3) int64 array
         The start order.
     judge : callable, keyword-only
-        Order -> predicted invocations per profile (a vector; lower is better).
+        Order (a whole buffer or a run of it) -> predicted invocations per profile (a vector;
+        lower is better).
     local : callable, keyword-only
         A window's triangles -> the same triangles in a new order (a multiset-preserving
         permutation of rows; corners may rotate).
+    screen : callable, keyword-only
+        ``(run, changed run) -> (invocations, invocations)``: the screening judgement of the
+        triangles around a window before and after the change (default: ``judge`` of each).
     windows : tuple of int, keyword-only
-        Window lengths in triangles, in the order they are tried (each in two passes).
+        Window lengths in triangles, in the order they are tried (each in two passes, the second
+        offset by half a window).
+    rounds : int, keyword-only
+        How many times the whole schedule runs (it stops early when a round keeps nothing).
+    context : int or None, keyword-only
+        Triangles on each side of a window in the screening judgement (None: no screening,
+        every change judged on the whole buffer).
+    align : int, keyword-only
+        The screened run starts on a multiple of this many triangles (fixed-size batches, such
+        as AMD's 384 indices, then fall where they fall in the whole buffer).
     work : int, keyword-only
-        Bound on ``tried windows x T``: the search stops there (deterministically), so a large
-        buffer gets only its first windows.
+        Bound on the triangles judged in all (screens and whole-buffer judgements): the search
+        stops there, deterministically.
 
     Returns
     -------
@@ -60,21 +82,39 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
     current = np.array(triangles, np.int64, copy=True)
     best = np.asarray(judge(current))
     n = current.shape[0]
-    budget = max(work // max(n, 1), 0)
-    kept = tried = 0
-    for width in windows:
-        for offset in (0, width // 2):
-            for start in range(offset, n, width):
-                if tried >= budget:
-                    return current, best, kept
-                window = current[start:start + width]
-                if window.shape[0] < 2:
-                    continue
-                trial = current.copy()
-                trial[start:start + width] = local(window)
-                tried += 1
-                got = np.asarray(judge(trial))
-                if np.all(got <= best) and np.any(got < best):
-                    current, best = trial, got
-                    kept += 1
+    spent = n
+    kept = 0
+    for _ in range(rounds):
+        kept_before = kept
+        for width in windows:
+            for offset in (0, width // 2):
+                for start in range(offset, n, width):
+                    stop = min(start + width, n)
+                    if stop - start < 2:
+                        continue
+                    window = local(current[start:stop])
+                    if context is not None:
+                        lo, hi = max(0, start - context), min(n, stop + context)
+                        lo -= lo % align
+                        if spent + 2 * (hi - lo) > work:
+                            return current, best, kept
+                        around = current[lo:hi].copy()
+                        around[start - lo:stop - lo] = window
+                        before, after = (screen(current[lo:hi], around) if screen is not None
+                                         else (judge(current[lo:hi]), judge(around)))
+                        before, after = np.asarray(before), np.asarray(after)
+                        spent += 2 * (hi - lo)
+                        if not (np.all(after <= before) and np.any(after < before)):
+                            continue
+                    elif spent + n > work:
+                        return current, best, kept
+                    trial = current.copy()
+                    trial[start:stop] = window
+                    spent += n
+                    got = np.asarray(judge(trial))
+                    if np.all(got <= best) and np.any(got < best):
+                        current, best = trial, got
+                        kept += 1
+        if kept == kept_before:
+            break
     return current, best, kept
