@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_batch import _status_mb  # noqa: E402
+from bench_batch import _peak_of  # noqa: E402
 
 import meshes  # noqa: E402
 from meshopt_batch.io import load_meshes  # noqa: E402
@@ -113,14 +113,8 @@ def _memory_child(mesh_name: str) -> float:
     tris = np.ascontiguousarray(mesh.triangles, np.uint32)
     target = get_target("portable")
     optimize_for_target(tris[:2000], None, target=target)   # compile (and load the kernels) first
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    before = _status_mb("VmRSS:")
-    optimize_for_target(tris, mesh.vertex_count, target=target)
-    return (_status_mb("VmHWM:") - before) * 2**20 / tris.shape[0]
+    _, before, peak = _peak_of(lambda: optimize_for_target(tris, mesh.vertex_count, target=target))
+    return (peak - before) * 2**20 / tris.shape[0]
 
 
 def _speed_child(mesh_name: str, rounds: int) -> dict:

@@ -30,7 +30,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import meshoptimizer
 import numpy as np
 import pandas as pd
 
@@ -39,8 +38,9 @@ from .errors import MeshoptBatchError
 from .files import atomic_path
 from .index_codec import codec_bits
 from .optimizers import get_method
+from .optimizers.meshoptimizer_peer import optimize_vertex_cache
 from .targets import Target, get_target
-from .vertex_fetch import first_use_order
+from .vertex_fetch import number_by_first_use
 from .vertex_set import SetOptions, judged, optimize_vertex_set
 
 __all__ = ["REFERENCE", "ShippedResult", "compare_shipped", "default_orders"]
@@ -59,15 +59,7 @@ def default_orders(target: Target) -> list[str]:
 
 def _reference_order(tris: np.ndarray, vertex_count: int) -> np.ndarray:
     """meshoptimizer's cache order, vertices numbered by first use (gltfpack's output)."""
-    flat = np.ascontiguousarray(tris, np.uint32).reshape(-1)
-    dst = np.empty_like(flat)
-    if flat.size:
-        meshoptimizer.optimize_vertex_cache(dst, flat, flat.size, vertex_count)
-    out = dst.reshape(-1, 3).astype(np.int64)
-    order = first_use_order([out], vertex_count)
-    inverse = np.empty(vertex_count, np.int64)
-    inverse[order] = np.arange(vertex_count, dtype=np.int64)
-    return inverse[out]
+    return number_by_first_use(optimize_vertex_cache(np.asarray(tris, np.int64), vertex_count), vertex_count)[0]
 
 
 def _written(label: str, tris: np.ndarray, vertex_count: int, target: Target) -> tuple[np.ndarray, int]:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-__all__ = ["first_use_gap", "first_use_labels", "first_use_order", "first_uses"]
+__all__ = ["first_use_gap", "first_use_labels", "first_use_order", "first_uses", "number_by_first_use"]
 
 
 @njit(cache=True)
@@ -79,6 +79,15 @@ def first_use_order(index_buffers: Sequence[np.ndarray], vertex_count: int) -> n
     unused = np.ones(vertex_count, bool)
     unused[used] = False
     return np.concatenate([used, np.flatnonzero(unused)])
+
+
+def number_by_first_use(triangles, vertex_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(triangles in the new numbers as int64, new -> old vertex)``: one index buffer with its
+    vertices renumbered in first-use order (:func:`first_use_order`)."""
+    order = first_use_order([triangles], vertex_count)
+    inverse = np.empty(vertex_count, np.int64)
+    inverse[order] = np.arange(vertex_count, dtype=np.int64)
+    return inverse[np.asarray(triangles, np.int64)], order
 
 
 def first_use_gap(index_buffers: Sequence[np.ndarray]) -> float:

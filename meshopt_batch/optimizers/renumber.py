@@ -41,7 +41,7 @@ from numba import njit
 
 from ..errors import MeshoptBatchError
 from ..topology import vertex_faces
-from ..vertex_fetch import first_use_order
+from ..vertex_fetch import number_by_first_use
 
 SLOTS = 256
 SEGMENT_SIZE = 1023
@@ -219,12 +219,10 @@ def renumber_first_use(triangles, vertex_count: int | None = None):
     :func:`renumber_for_direct_cache`.
     """
     tri, V = _check(triangles, vertex_count, SLOTS, SEGMENT_SIZE)
-    remap = first_use_order([tri], V)
-    new_id = np.empty(V, np.int64)
-    new_id[remap] = np.arange(V, dtype=np.int64)
+    numbered, remap = number_by_first_use(tri, V)
     in_dtype = np.asarray(triangles).dtype
     out_dtype = in_dtype if in_dtype.kind == "u" else np.dtype(np.uint32)
-    return new_id[tri].astype(out_dtype), remap
+    return numbered.astype(out_dtype), remap
 
 
 def segment_lower_bound(triangles, segment_size: int = SEGMENT_SIZE) -> int:

@@ -73,14 +73,14 @@ from __future__ import annotations
 
 import time
 
-import meshoptimizer
 import numpy as np
 
 from ...errors import MeshoptBatchError
 from ...index_codec import codec_bits
 from ...reuse import as_index_array, predict
 from ...targets import Target
-from ...vertex_fetch import first_use_order
+from ...vertex_fetch import first_use_labels, number_by_first_use
+from ..meshoptimizer_peer import optimize_vertex_cache
 from ..result import OptimizeResult
 from .optimizer import optimize_batch
 from .window_search import refine_in_windows
@@ -163,10 +163,7 @@ def _batch_candidate(tris, vcount, primary, profiles, use_distance, queue, fix_1
 
 
 def _meshoptimizer_candidate(tris, vcount):
-    flat = np.ascontiguousarray(tris, np.uint32).reshape(-1)
-    dst = np.empty_like(flat)
-    meshoptimizer.optimize_vertex_cache(dst, flat, flat.size, vcount)
-    return dst.reshape(-1, 3).astype(np.int64), None
+    return optimize_vertex_cache(tris, vcount).astype(np.int64), None
 
 
 def _numbered(tris, remap, vcount):
@@ -174,10 +171,7 @@ def _numbered(tris, remap, vcount):
     came with its own numbering (the 16-bit fix)."""
     if remap is not None:
         return tris, remap
-    order = first_use_order([tris], vcount)
-    inverse = np.empty(vcount, np.int64)
-    inverse[order] = np.arange(vcount, dtype=np.int64)
-    return inverse[tris], order
+    return number_by_first_use(tris, vcount)
 
 
 class _Pool:
@@ -207,16 +201,11 @@ class _Pool:
         """A run of an order and the same run changed, both numbered by first use in ``run``
         (so llvmpipe's vertex-number table sees the same numbers in both), judged on every
         profile from empty memories."""
-        flat = run.reshape(-1)
-        verts, first = np.unique(flat, return_index=True)
-        rank = np.empty(verts.shape[0], np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(verts.shape[0])
+        rank = first_use_labels(run, self.vertex_count)
+        used = int(rank.max()) + 1
         profiles = self.target.evaluation_profiles(self.vertex_count)
-        out = []
-        for tris in (run, changed):
-            numbered = rank[np.searchsorted(verts, tris)]
-            out.append(np.array([predict(numbered, verts.shape[0], profile=p).invocations for p in profiles]))
-        return out[0], out[1]
+        return tuple(np.array([predict(rank[tris], used, profile=p).invocations for p in profiles])
+                     for tris in (run, changed))
 
     def batch_alignment(self) -> int:
         """Triangles per batch of the smallest fixed-size batch rule of the target (the index
@@ -271,10 +260,7 @@ class _Pool:
 def _local_order(window: np.ndarray) -> np.ndarray:
     """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly)."""
     used, compact = np.unique(window, return_inverse=True)
-    flat = np.ascontiguousarray(compact, np.uint32).reshape(-1)
-    out = np.empty_like(flat)
-    meshoptimizer.optimize_vertex_cache(out, flat, flat.size, used.shape[0])
-    return used[out.astype(np.int64)].reshape(-1, 3)
+    return used[optimize_vertex_cache(compact.reshape(-1, 3), used.shape[0]).astype(np.int64)]
 
 
 def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str | None:
