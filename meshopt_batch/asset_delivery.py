@@ -9,7 +9,8 @@ the vertex keys the weld compares.
   (``KHR_draco_mesh_compression``, decoded on reading) with ``EXT_meshopt_compression``,
   since Draco's encoder would not keep the optimized triangle order.  ``compress=True``
   (``--compress``) also compresses every other view (:mod:`meshopt_batch.io.gltf_compression`
-  says which mode each gets), ``compress=False`` (``--no-compress``) writes plain data;
+  says which mode each gets), after moving a plain or Draco input's accessors to one view
+  per kind of data (:mod:`meshopt_batch.io.gltf_streams`), ``compress=False`` (``--no-compress``) writes plain data;
 * :func:`editor_units`: the alignment that keeps a compressed view's elements whole;
 * :func:`weld_keys`: each vertex's key for the weld (:func:`meshopt_batch.weld.weld_records`):
   float attributes by value, normalized integers by value (``-128`` and ``-127`` are both
@@ -39,6 +40,7 @@ from .io.gltf_document import GltfFile, read_accessor
 from .io.gltf_draws import VertexSet
 from .io.gltf_layout import DocumentEditor
 from .io.gltf_meshopt import stored_buffers
+from .io.gltf_streams import regroup_views
 from .weld import weld_records
 
 __all__ = ["OutputForm", "SIZE_BUDGET", "deliver", "editor_units", "fixed_index_type", "output_form", "set_cost",
@@ -144,6 +146,8 @@ def deliver(editor: DocumentEditor, got: GltfFile, form: OutputForm, *, exact: s
     stored = stored_form(got) if form.keep else None
     twin = editor.replayed(stored) if stored is not None else None
     doc, buffers = editor.build()
+    if form.new == "all" and not got.streams:
+        doc, buffers = regroup_views(doc, buffers)
     stored_out = twin.build()[1] if twin is not None else None
     kept = {vi: s.layout for vi, s in got.streams.items()} if form.keep else {}
     n_source = len(got.doc.get("bufferViews", []))

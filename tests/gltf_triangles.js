@@ -5,7 +5,8 @@
 // (--plain also writes the file decoded, without compression extensions, to OUT: a baseline
 // the validator can see into.)
 // Prints one JSON object: {"primitives": [{"mesh", "primitive", "mode", "indices", "attributes",
-// "targets"}]} where "indices" is null or {"componentType", "data"} and every attribute is
+// "targets"}], "animations": [[{"interpolation", "input", "output"}]], "skins": [inverse bind matrices or
+// null]} where "indices" is null or {"componentType", "data"} and every attribute is
 // {"componentType", "normalized", "size", "data"}; "data" is the array's little-endian bytes in
 // base64. Exit 2 when the file cannot be read.
 const fs = require('fs');
@@ -51,7 +52,14 @@ function accessor(a) {
                  indices: idx ? { componentType: idx.getComponentType(), data: bytes(idx.getArray()) } : null });
     });
   });
-  process.stdout.write(JSON.stringify({ primitives: out }));
+  const animations = document.getRoot().listAnimations().map((anim) => anim.listSamplers().map((s) => ({
+    interpolation: s.getInterpolation(), input: accessor(s.getInput()), output: accessor(s.getOutput()),
+  })));
+  const skins = document.getRoot().listSkins().map((skin) => {
+    const m = skin.getInverseBindMatrices();
+    return m ? accessor(m) : null;
+  });
+  process.stdout.write(JSON.stringify({ primitives: out, animations, skins }));
 })().catch((e) => {
   console.error(String(e));
   process.exit(2);

@@ -97,6 +97,17 @@ def _primitives(path: Path) -> list[dict]:
     return [p for p in json.loads(proc.stdout)["primitives"] if p["mode"] in (4, 5, 6)]
 
 
+def read_animations(path: Path) -> list:
+    """Every animation's samplers (interpolation, keys, values) and every skin's inverse bind
+    matrices, as glTF-Transform reads them: what no optimization may change."""
+    proc = _run_reader(Path(path))
+    assert proc.returncode == 0, f"glTF-Transform could not read {path}: {proc.stderr.strip()[-2000:]}"
+    got = json.loads(proc.stdout)
+    samplers = [(s["interpolation"], _values(s["input"]).tolist(), _values(s["output"]).tolist())
+                for anim in got["animations"] for s in anim]
+    return samplers + [None if m is None else _values(m).tolist() for m in got["skins"]]
+
+
 def _triangles(prim: dict, vertex_count: int) -> np.ndarray:
     if prim["indices"] is None:
         flat = np.arange(vertex_count, dtype=np.int64)

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from independent_reader import (
     NODE_MODULES,
+    read_animations,
     read_columns,
     read_draws,
     read_triangles,
@@ -166,6 +167,8 @@ def test_packed_asset_is_optimized_and_delivered_as_it_came(tmp_path, capsys, pa
 
 
 @pytest.mark.parametrize("name,pays", [("CesiumMan/CesiumMan.glb", True), ("Fox/Fox.glb", True),
+                                       ("BrainStem/BrainStem.glb", True),
+                                       ("AnimatedMorphCube/AnimatedMorphCube.glb", True),
                                        ("BoxInterleaved/BoxInterleaved.gltf", True),
                                        ("SimpleSparseAccessor/SimpleSparseAccessor.gltf", False)])
 def test_compress_writes_ext_meshopt_compression_readable_by_the_independent_reader(tmp_path, capsys, name, pays):
@@ -178,6 +181,7 @@ def test_compress_writes_ext_meshopt_compression_readable_by_the_independent_rea
     out = tmp_path / (src.stem + ".glb")
     report = optimize(capsys, src, "-o", out, "--compress")
     check_same_drawing(src, out)
+    assert read_animations(out) == read_animations(src)  # moved to views of their kind, values kept
     assert not new_problems(src, out)
     doc = json.loads(out.read_bytes()[20:20 + int.from_bytes(out.read_bytes()[12:16], "little")])
     if pays:

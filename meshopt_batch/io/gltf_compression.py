@@ -11,7 +11,8 @@ writes it so ([1]_):
   too.  Its fallback buffers stay what they were: a placeholder without data stays one
   (its ``byteLength`` what the views need), a fallback with data gets the new data;
 * **compressed** (``--compress``, and a Draco input): with ``EXT_meshopt_compression``,
-  lossless, no quantization and no filter.  A view read as indices only (primitives'
+  lossless, no quantization and no filter, each kind of data in a view of its own
+  (:func:`.gltf_streams.regroup_views`, called before the plan).  A view read as indices only (primitives'
   ``indices``) with 2- or 4-byte indices is ``TRIANGLES`` when every primitive drawing it is
   a triangle list (each accessor a whole number of triangles on a triangle boundary),
   else ``INDICES``; every other view of accessors (vertex attributes, morph targets,

@@ -81,8 +81,9 @@ def add_parser(subparsers):
     squeeze = p.add_mutually_exclusive_group()
     squeeze.add_argument("--compress", dest="compress", action="store_const", const=True, default=None,
                          help="glTF output: compress every vertex, index and animation buffer view with "
-                         "EXT_meshopt_compression (lossless; default: as the input came: a meshopt-compressed "
-                         "input stays compressed, a Draco input is written with EXT_meshopt_compression)")
+                         "EXT_meshopt_compression, one view per kind of data (lossless; default: as the input came: "
+                         "a meshopt-compressed input stays compressed, a Draco input is written with "
+                         "EXT_meshopt_compression)")
     squeeze.add_argument("--no-compress", dest="compress", action="store_const", const=False,
                          help="glTF output: plain buffer views (a compressed or Draco input is decoded)")
     p.add_argument("--weld-tolerance", metavar="EPS", default=None,
