@@ -6,7 +6,8 @@ Every subcommand lives in its own module under :mod:`meshopt_batch_app.commands`
 become one line on stderr and exit code 2; no traceback reaches the user.  Every message is
 one line: a bad option is one line (not argparse's usage block), and Python warnings are
 collected while the command runs and printed after it as ``meshopt-batch: warning: ...``,
-one line each (a run that fails prints its error line only).
+one line each (a run that fails prints its error line only).  When the reader of stdout goes
+away (``meshopt-batch ... | head``) the run stops quietly with status 141, as other tools do.
 
 Start-up: a command line that names its subcommand imports that subcommand's module only
 (``analyze`` never loads the plotting, probing, simulation or comparison stacks); the
@@ -35,6 +36,9 @@ import warnings
 from meshopt_batch.errors import MeshoptBatchError
 
 SUBCOMMANDS = ("analyze", "compare", "optimize", "meshlets", "probe", "simulate", "report")
+#: Exit status when the reader of stdout went away: 128 + SIGPIPE, what a shell reports for a
+#: process that signal ended.
+BROKEN_PIPE = 141
 
 
 def requested(argv: list[str] | None) -> tuple[str, ...]:
@@ -119,6 +123,10 @@ def _run(argv: list[str] | None) -> int:
             code = int(args.func(args) or 0)
         except MeshoptBatchError as exc:
             return _error(exc)
+        except BrokenPipeError:  # the reader of stdout left (`... | head`): stop quietly, as `yes | head` does
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return BROKEN_PIPE
         except (OSError, ValueError) as exc:
             return _error(exc)
         except MemoryError as exc:

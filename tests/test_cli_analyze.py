@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -105,3 +106,16 @@ def test_analyze_adds_the_16bit_rule_over_2_16_vertices(tmp_path, capsys):
             assert rows["nvidia_gl+16bit"] == predict(mesh.triangles, mesh.vertex_count,
                                                       profile="nvidia_gl+16bit").invocations
             assert rows["nvidia_gl+16bit"] > rows["nvidia_gl"]
+
+
+def test_a_reader_that_leaves_stdout_ends_the_run_quietly(tmp_path):
+    """``meshopt-batch ... | head``: no error line, status 141 (128 + SIGPIPE) as other tools."""
+    obj = write_obj(tmp_path / "quad.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3\nf 1 3 4\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already gone when the command prints
+    try:
+        proc = subprocess.run([sys.executable, "-m", "meshopt_batch_app.cli", "analyze", obj], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and proc.stderr == ""
