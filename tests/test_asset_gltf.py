@@ -231,6 +231,22 @@ def test_ktx2_images_get_no_invented_mime_type(tmp_path):
     assert images == read(src)[0]["images"] and not any("mimeType" in im for im in images)
 
 
+@pytest.mark.parametrize("name,embed", [("lamp.glb", False), ("lamp.gltf", True)])
+def test_ktx2_images_named_as_core_sources_stay_files_when_embedding(tmp_path, name, embed):
+    """Embedded, such an image would need ``mimeType: image/ktx2``, which a core texture source
+    may not have (the validator's TEXTURE_INVALID_IMAGE_MIME_TYPE error); the JPEG is embedded."""
+    src = asset("AnisotropyBarnLamp", "AnisotropyBarnLamp.gltf")
+    report = optimize_file(src, tmp_path / name, options(embed=embed))
+    images = read(tmp_path / name)[0]["images"]
+    ktx2 = [im for im in read(src)[0]["images"] if im["uri"].endswith(".ktx2")]
+    assert [im for im in images if "uri" in im and not im["uri"].startswith("data:")] == ktx2
+    assert all(im.get("mimeType") == "image/jpeg" if "bufferView" in im else im["uri"].startswith("data:image/jpeg;")
+               for im in images if im not in ktx2)
+    for im in ktx2:
+        assert (tmp_path / im["uri"]).read_bytes() == (src.parent / im["uri"]).read_bytes()
+        assert any(im["uri"] in note and "file reference" in note for note in report.notes)
+
+
 def test_embed_writes_one_self_contained_gltf(tmp_path):
     src = asset("FlightHelmet", "FlightHelmet.gltf")
     out = tmp_path / "helmet.gltf"

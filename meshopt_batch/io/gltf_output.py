@@ -6,7 +6,9 @@ into the files to write:
 * ``.glb``: one file.  Every buffer goes into the BIN chunk (buffer 0 first, each 4-byte
   aligned); images given as external files or ``data:`` URIs become buffer views, which
   the specification requires to carry a ``mimeType`` (taken from the image, its data URI, or
-  its leading bytes).
+  its leading bytes).  An image a texture names as its core ``source`` that is not PNG or
+  JPEG (a KTX2 file without ``KHR_texture_basisu``, as some exporters write) cannot carry its
+  type there: it stays an external file, copied beside the output, with a note.
 * ``.gltf``: a buffer that was an external file stays an external file of the same name
   next to the output (copied, or written when it changed); one that was a ``data:`` URI
   stays one; a GLB's BIN chunk becomes ``<output stem>.bin``.  External images are copied
@@ -47,7 +49,10 @@ from .common import Refusal
 from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri, image_mime
 from .gltf_types import MESHOPT_EXTENSIONS
 
-__all__ = ["json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
+__all__ = ["CORE_IMAGE_TYPES", "json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
+
+#: Image types a texture's core ``source`` may name; others (KTX2, WebP) need an extension's source.
+CORE_IMAGE_TYPES = ("image/png", "image/jpeg")
 
 OCTET_STREAM = "data:application/octet-stream;base64,"
 
@@ -152,7 +157,9 @@ def _as_glb(doc: dict, buffers: list[bytes | None], source: Path,
         base.append(len(bin_data))
         bin_data += raw
     images = []
-    for im in doc.get("images", []):
+    notes: list[str] = []
+    core = _core_sources(doc)
+    for ii, im in enumerate(doc.get("images", [])):
         uri = im.get("uri")
         if uri is None:
             continue
@@ -162,6 +169,11 @@ def _as_glb(doc: dict, buffers: list[bytes | None], source: Path,
         raw, media = got
         mime = im.get("mimeType") or media or image_mime(uri, raw)
         if mime is None:
+            continue
+        if ii in core and mime not in CORE_IMAGE_TYPES:
+            _keep_image_file(im, uri, source, output.parent, files, notes)
+            notes.append(f"image {uri!r} kept as a file reference: a texture's core source may not be "
+                         f"{mime} once embedded (the input's own problem)")
             continue
         bin_data += b"\x00" * (-len(bin_data) % 4)
         images.append((im, {"buffer": 0, "byteOffset": len(bin_data), "byteLength": len(raw)}, mime))
@@ -196,7 +208,29 @@ def _as_glb(doc: dict, buffers: list[bytes | None], source: Path,
         bin_data += b"\x00" * (-len(bin_data) % 4)
         chunks += [struct.pack("<II", len(bin_data), CHUNK_BIN), bytes(bin_data)]
     body = b"".join(chunks)
-    return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body, files, []
+    return struct.pack("<4sII", GLB_MAGIC, 2, 12 + len(body)) + body, files, notes
+
+
+def _core_sources(doc: dict) -> set[int]:
+    """Images that textures use as their core ``source`` (PNG or JPEG by the specification)."""
+    return {int(t["source"]) for t in doc.get("textures", []) if "source" in t}
+
+
+def _keep_image_file(im: dict, uri: str, source: Path, out_dir: Path, files: list, notes: list) -> None:
+    """An external image stays a file: copied beside the output under its relative name, or
+    referred to by a relative path when it lies outside the source's folder."""
+    src_file = source.parent / urllib.parse.unquote(uri)
+    rel = local_uri(uri)
+    if rel is None:
+        im["uri"] = _relative_uri(src_file, out_dir)
+        return
+    target = out_dir / rel
+    if same_file(target, src_file):
+        return
+    try:
+        files.append((target, src_file.read_bytes()))
+    except OSError:
+        notes.append(f"image {uri!r} of the source is missing; its uri is kept")
 
 
 def _merge_reference(obj: dict, number: dict[int, int], base: list[int | None]) -> None:
@@ -236,30 +270,20 @@ def _as_gltf(doc, buffers, source, output, changed, indent, embed):
             entry["uri"] = urllib.parse.quote(name)
         taken.add(target)
         files.append((target, raw))
-    for im in doc.get("images", []):
+    core = _core_sources(doc)
+    for ii, im in enumerate(doc.get("images", [])):
         uri = im.get("uri")
         if uri is None or uri.startswith("data:"):
             continue
-        src_file = source.parent / urllib.parse.unquote(uri)
         if embed:
             got = _read_image(uri, source)
             mime = got and (im.get("mimeType") or image_mime(uri, got[0]))
-            if got is None or mime is None:
-                notes.append(f"image {uri!r} kept as a file reference (missing or of unknown type)")
+            if got is not None and mime is not None and not (ii in core and mime not in CORE_IMAGE_TYPES):
+                im["uri"] = f"data:{mime};base64," + base64.b64encode(got[0]).decode("ascii")
                 continue
-            im["uri"] = f"data:{mime};base64," + base64.b64encode(got[0]).decode("ascii")
-            continue
-        rel = local_uri(uri)
-        if rel is None:
-            im["uri"] = _relative_uri(src_file, out_dir)
-            continue
-        target = out_dir / rel
-        if same_file(target, src_file):
-            continue
-        try:
-            files.append((target, src_file.read_bytes()))
-        except OSError:
-            notes.append(f"image {uri!r} of the source is missing; its uri is kept")
+            notes.append(f"image {uri!r} kept as a file reference (missing, of unknown type, or a texture's "
+                         f"core source that may not be {mime} once embedded)")
+        _keep_image_file(im, uri, source, out_dir, files, notes)
     return _dump(doc, indent), files, notes
 
 
