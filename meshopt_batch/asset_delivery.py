@@ -10,7 +10,8 @@ the vertex keys the weld compares.
   since Draco's encoder would not keep the optimized triangle order.  ``compress=True``
   (``--compress``) also compresses every other view (:mod:`meshopt_batch.io.gltf_compression`
   says which mode each gets), after moving a plain or Draco input's accessors to one view
-  per kind of data (:mod:`meshopt_batch.io.gltf_streams`), ``compress=False`` (``--no-compress``) writes plain data;
+  per kind of data (:mod:`meshopt_batch.io.gltf_streams`); ``compress=False``
+  (``--no-compress``) writes plain data;
 * :func:`editor_units`: the alignment that keeps a compressed view's elements whole;
 * :func:`weld_keys`: each vertex's key for the weld (:func:`meshopt_batch.weld.weld_records`):
   float attributes by value, normalized integers by value (``-128`` and ``-127`` are both

@@ -124,8 +124,8 @@ def _run(argv: list[str] | None) -> int:
         except MeshoptBatchError as exc:
             return _error(exc)
         except BrokenPipeError:  # the reader of stdout left (`... | head`): stop quietly, as `yes | head` does
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            if argv is None:  # the process's own stdout: the exit's flush must not fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return BROKEN_PIPE
         except (OSError, ValueError) as exc:
             return _error(exc)

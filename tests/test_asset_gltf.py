@@ -247,6 +247,21 @@ def test_ktx2_images_named_as_core_sources_stay_files_when_embedding(tmp_path, n
         assert any(im["uri"] in note and "file reference" in note for note in report.notes)
 
 
+def test_an_image_of_unknown_type_stays_a_file_copied_beside_a_glb(tmp_path):
+    src_dir = tmp_path / "src"
+    shutil.copytree(asset("SimpleMeshes", "SimpleMeshes.gltf").parent, src_dir)
+    src = src_dir / "SimpleMeshes.gltf"
+    doc = json.loads(src.read_text())
+    doc.update(images=[{"uri": "odd.tex"}], textures=[{"source": 0}])
+    src.write_text(json.dumps(doc))
+    (src_dir / "odd.tex").write_bytes(b"\x01\x02 not an image format this tool knows")
+    (tmp_path / "out").mkdir()
+    report = optimize_file(src, tmp_path / "out" / "meshes.glb", options())
+    assert read(tmp_path / "out" / "meshes.glb")[0]["images"] == [{"uri": "odd.tex"}]
+    assert (tmp_path / "out" / "odd.tex").read_bytes() == (src_dir / "odd.tex").read_bytes()
+    assert any("'odd.tex'" in note and "unknown type" in note for note in report.notes)
+
+
 def test_embed_writes_one_self_contained_gltf(tmp_path):
     src = asset("FlightHelmet", "FlightHelmet.gltf")
     out = tmp_path / "helmet.gltf"

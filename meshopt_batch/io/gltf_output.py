@@ -168,11 +168,12 @@ def _as_glb(doc: dict, buffers: list[bytes | None], source: Path,
             continue  # a missing image keeps its uri (the source's own problem)
         raw, media = got
         mime = im.get("mimeType") or media or image_mime(uri, raw)
-        if mime is None:
-            continue
-        if ii in core and mime not in CORE_IMAGE_TYPES:
-            _keep_image_file(im, uri, source, output.parent, files, notes)
-            notes.append(f"image {uri!r} kept as a file reference: a texture's core source may not be "
+        if mime is None or (ii in core and mime not in CORE_IMAGE_TYPES):
+            if not uri.startswith("data:"):
+                _keep_image_file(im, uri, source, output.parent, files, notes)
+            label = f"image {ii}" if uri.startswith("data:") else f"image {uri!r}"
+            notes.append(f"{label} kept as it was: of unknown type" if mime is None else
+                         f"{label} kept as a file reference: a texture's core source may not be "
                          f"{mime} once embedded (the input's own problem)")
             continue
         bin_data += b"\x00" * (-len(bin_data) % 4)
