@@ -24,8 +24,11 @@ The coefficients of :mod:`meshopt_batch.optimizers.batch.portable` were tuned on
 armadillo_86k, the torus and BrainStem's primitives 25 and 42 (marked ``tuned``); every other
 row is held out.
 
+``--effort M`` writes the portable order with ``optimize --effort M`` (the window search's
+work, millions of triangles judged; the seconds column shows what it costs).
+
 Run: .venv/bin/python benchmarks/bench_portable.py [--quick] [--no-speed] [--rounds 3]
-     [--json FILE] [--check]
+     [--effort M] [--json FILE] [--check]
 """
 
 from __future__ import annotations
@@ -85,12 +88,13 @@ def _items(quick: bool) -> list:
     return out
 
 
-def quality(quick: bool) -> pd.DataFrame:
+def quality(quick: bool, effort: float | None = None) -> pd.DataFrame:
+    params = None if effort is None else {"window_work": int(effort * 1e6)}
     rows = []
     for item in _items(quick):
         name = item[0].name if isinstance(item, list) else item.name
         t0 = time.perf_counter()
-        res = compare_shipped([item], target="portable", orders=ORDERS)
+        res = compare_shipped([item], target="portable", orders=ORDERS, target_params=params)
         table = res.table()
         port = table.loc["batch@portable"]
         tris = sum(m.triangle_count for m in (item if isinstance(item, list) else [item]))
@@ -190,8 +194,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    ap.add_argument("--effort", type=float, default=None, metavar="M",
+                    help="the portable order's window-search work in millions of triangles, as optimize "
+                    "--effort (default: the library's, 10)")
     args = ap.parse_args(argv)
-    df = quality(args.quick)
+    df = quality(args.quick, args.effort)
     timing = None if args.no_speed else speed(args.rounds)
     with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.4f}".format):
         print(df.drop(columns=["seconds"]).to_string(index=False))

@@ -62,14 +62,18 @@ def _reference_order(tris: np.ndarray, vertex_count: int) -> np.ndarray:
     return number_by_first_use(optimize_vertex_cache(np.asarray(tris, np.int64), vertex_count), vertex_count)[0]
 
 
-def _written(label: str, tris: np.ndarray, vertex_count: int, target: Target) -> tuple[np.ndarray, int]:
-    """The order ``optimize`` writes for ``label`` (no welding): (triangles, vertex count)."""
+def _written(label: str, tris: np.ndarray, vertex_count: int, target: Target,
+             target_params: dict | None = None) -> tuple[np.ndarray, int]:
+    """The order ``optimize`` writes for ``label`` (no welding): (triangles, vertex count);
+    ``target_params``: the method's options where it writes for several profiles."""
     if label == "input":
         return tris, vertex_count
     if label == REFERENCE:
         return _reference_order(tris, vertex_count), vertex_count
     name, _, aim = label.partition("@")
-    options = SetOptions(get_method(name), get_target(aim) if aim else target)
+    method, aim_target = get_method(name), get_target(aim) if aim else target
+    several = method.for_targets is not None and len(aim_target.profiles) > 1
+    options = SetOptions(method, aim_target, dict(target_params or {}) if several else {})
     outcome = optimize_vertex_set(None, [tris], vertex_count, options)
     return outcome.buffers[0].triangles, outcome.vertices_after
 
@@ -166,7 +170,7 @@ def _format(wide: pd.DataFrame, title: str) -> str:
 
 
 def compare_shipped(meshes, *, target: str | Target = "portable", orders: Sequence[str] | None = None,
-                    progress=None) -> ShippedResult:
+                    progress=None, target_params: dict | None = None) -> ShippedResult:
     """Write each mesh's orders and judge each on every profile of ``target`` (see the module
     docstring).
 
@@ -182,6 +186,10 @@ def compare_shipped(meshes, *, target: str | Target = "portable", orders: Sequen
         ``batch@PROFILE``, ``batch@TARGET``, or any method name (written for ``target``).
     progress : callable, optional
         Called with a short message before each order is written.
+    target_params : dict, keyword-only
+        Options of the orders written for a target of several profiles (``batch@portable``),
+        e.g. ``{"window_work": 160_000_000}`` (:func:`~meshopt_batch.optimizers.batch.portable.
+        optimize_for_target`).
     """
     target = get_target(target)
     labels = list(orders) if orders else default_orders(target)
@@ -201,7 +209,7 @@ def compare_shipped(meshes, *, target: str | Target = "portable", orders: Sequen
             if progress is not None:
                 progress(f"{item.name}: {label}")
             t0 = time.perf_counter()
-            written[label] = [_written(label, np.asarray(t, np.int64).reshape(-1, 3), v, target)
+            written[label] = [_written(label, np.asarray(t, np.int64).reshape(-1, 3), v, target, target_params)
                               for t, v in item.buffers]
             seconds[label] += time.perf_counter() - t0
         totals = {label: _judge_all(bufs, target) for label, bufs in written.items()}

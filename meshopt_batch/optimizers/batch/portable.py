@@ -46,9 +46,11 @@ is tried as well, so that an order no worse than the input everywhere can still 
 
 Last, up to 2^16 vertices, the chosen order (the input when none dominates it) is refined in
 windows (:mod:`.window_search`): a run of 64 to 256 consecutive triangles at a time is replaced
-by meshoptimizer's cache order of those triangles where no profile of the target predicts more
-and one fewer (on large buffers screened first on the triangles around the window), in rounds
-while changes are kept, within a work bound of :data:`WINDOW_WORK`.  Where the input binds
+by meshoptimizer's cache order of those triangles where that lowers the mean ratio to
+meshoptimizer's order and no profile predicts more than meshoptimizer's order and the input
+(or the start, where it was above them) (on large buffers screened first on the triangles
+around the window), in rounds while changes are kept, within a work bound of
+:data:`WINDOW_WORK`.  Where the input binds
 (rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
 better; elsewhere it takes the chosen order a little further on every profile.
 
@@ -86,7 +88,7 @@ from .optimizer import optimize_batch
 from .window_search import refine_in_windows
 
 __all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "VARIANTS", "WINDOWS", "WINDOW_CONTEXT", "WINDOW_SCREEN_ABOVE",
-           "WINDOW_WORK", "optimize_for_target"]
+           "WINDOW_ROUNDS", "WINDOW_WORK", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
@@ -114,6 +116,8 @@ WINDOWS = (128, 96, 192, 64, 256)
 WINDOW_SCREEN_ABOVE = 8192
 WINDOW_CONTEXT = 256
 WINDOW_WORK = 10_000_000
+#: Rounds of the window schedule at most (a round that keeps nothing ends the search sooner).
+WINDOW_ROUNDS = 8
 
 
 def _strictness(profile) -> tuple:
@@ -265,12 +269,18 @@ def _local_order(window: np.ndarray) -> np.ndarray:
 
 def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str | None:
     """The window search (:mod:`.window_search`) from the chosen order (the input when none
-    was): added to the pool, and the choice made again."""
+    was), lowering the mean ratio to meshoptimizer's order with every profile capped at
+    meshoptimizer's and the input's invocations (or the start's, where it is above them):
+    added to the pool, and the choice made again."""
     start = tris if chosen is None else pool.original(chosen)
+    reference = np.array(list(pool.judged["meshoptimizer"][2].values()), np.float64)
+    begun = np.array(pool.input if chosen is None else list(pool.judged[chosen][2].values()), np.float64)
+    caps = np.maximum(np.minimum(reference, pool.input), begun)
     screened = tris.shape[0] > WINDOW_SCREEN_ABOVE
     order, _, kept = refine_in_windows(start, judge=pool.invocations, local=_local_order, screen=pool.screen,
                                        windows=WINDOWS, context=WINDOW_CONTEXT if screened else None,
-                                       align=pool.batch_alignment(), work=work)
+                                       align=pool.batch_alignment(), work=work, rounds=WINDOW_ROUNDS,
+                                       objective=lambda inv: float(np.sum(inv / reference)), caps=caps)
     if not kept:
         return chosen
     pool.add(f"{chosen or 'input'} + windows", (order, None))

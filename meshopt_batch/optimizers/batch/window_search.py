@@ -1,13 +1,18 @@
-"""Local search in windows: reorder one run of consecutive triangles at a time, keep what no
-GPU of a target predicts worse.
+"""Local search in windows: reorder one run of consecutive triangles at a time, keep what
+serves a target of GPUs better without passing any GPU's cap.
 
 An order is judged by a vector of predicted invocations, one per profile (paper 001,
 Algorithm 1, on the whole buffer, so that batch boundaries moved by a change and the
 caches' state after it are counted).  :func:`refine_in_windows` slides windows of a few
 batches' length over the order, replaces the window's triangles by a local cache order of
-them, and keeps the change when no profile predicts more and one predicts fewer: the result
-dominates its start on every profile.  A change is screened first on the triangles around the
-window alone, so the whole buffer is judged again only for the few that pass.  Windows of
+them, and keeps the change when it is better: by default when no profile predicts more and
+one predicts fewer (the result dominates its start on every profile); given an *objective*
+(a number from the vector, such as the mean ratio to a reference order) and *caps* (the most
+each profile may predict), when the objective is lower and no profile passes its cap.  The
+second rule takes changes the first refuses (a little more on one GPU for much less on
+another), so it goes further for the same work.  A change is screened first on the
+triangles around the window alone, so the whole buffer is judged again only for the few that
+pass.  Windows of
 several lengths, each twice (the second time offset by half a window), so a change may
 straddle a boundary of the first pass; the schedule runs again while it keeps changes.
 
@@ -38,13 +43,13 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
                       local: Callable[[np.ndarray], np.ndarray], windows=(128, 96, 192, 64, 256),
                       screen: Callable[[np.ndarray, np.ndarray], tuple] | None = None,
                       rounds: int = 2, context: int | None = 256, align: int = 1,
-                      work: int = 5_000_000) -> tuple[np.ndarray, np.ndarray, int]:
-    """Improve ``triangles`` window by window without any profile getting worse.
+                      work: int = 5_000_000, objective: Callable[[np.ndarray], float] | None = None,
+                      caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Improve ``triangles`` window by window (see the module docstring for what "better" is).
 
     Each change is first screened on the triangles around it (``context`` before and after the
-    window, judged from empty memories): only a change that is no worse there on every profile
-    and better on one is judged on the whole buffer, and kept when it is no worse on any profile
-    and better on one there too.
+    window, judged from empty memories): only a change that is better there is judged on the
+    whole buffer, and kept when it is better there too and within ``caps``.
 
     Parameters
     ----------
@@ -73,12 +78,22 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
     work : int, keyword-only
         Bound on the triangles judged in all (screens and whole-buffer judgements): the search
         stops there, deterministically.
+    objective : callable, keyword-only
+        Invocations per profile -> a number to lower (None: a change must dominate instead).
+    caps : array, keyword-only
+        The most each profile may predict on the whole buffer (with ``objective``; the start
+        must be within them).
 
     Returns
     -------
     (order, invocations, kept)
         The refined order, its judged invocations, and how many window changes were kept.
     """
+    def better(after, before) -> bool:
+        if objective is None:
+            return bool(np.all(after <= before) and np.any(after < before))
+        return objective(after) < objective(before)
+
     current = np.array(triangles, np.int64, copy=True)
     best = np.asarray(judge(current))
     n = current.shape[0]
@@ -104,7 +119,7 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
                                          else (judge(current[lo:hi]), judge(around)))
                         before, after = np.asarray(before), np.asarray(after)
                         spent += 2 * (hi - lo)
-                        if not (np.all(after <= before) and np.any(after < before)):
+                        if not better(after, before):
                             continue
                     elif spent + n > work:
                         return current, best, kept
@@ -112,7 +127,7 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
                     trial[start:stop] = window
                     spent += n
                     got = np.asarray(judge(trial))
-                    if np.all(got <= best) and np.any(got < best):
+                    if better(got, best) and (caps is None or np.all(got <= caps)):
                         current, best = trial, got
                         kept += 1
         if kept == kept_before:
