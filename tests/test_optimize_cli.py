@@ -132,6 +132,10 @@ def test_gltf_primitives_one_by_one(tmp_path, capsys):
     ["--profile", "no_such_gpu"],
     ["--method", "no_such_method"],
     ["--method", "forsyth", "--no-distance"],
+    ["--effort", "-1"],
+    ["--effort", "nan"],
+    ["--effort", "5", "-p", "nvidia_gl"],  # one profile: there is no window search
+    ["--effort", "5", "--method", "tipsify"],
 ])
 def test_errors_leave_no_file(tmp_path, capsys, argv):
     src = tmp_path / "in.ply"
@@ -168,3 +172,23 @@ def test_stl_corners_are_welded_and_vertices_in_first_use_order(tmp_path, capsys
     assert written.vertex_count == 8 and written.index_dtype == np.uint16
     res = run_json(capsys, "optimize", str(src), "-o", str(tmp_path / "kept.ply"), "--json", "--no-weld")
     assert res["vertices_after"] == 36 and res["after"]["invocations"] == 36
+
+
+def test_effort_bounds_the_portable_window_search(tmp_path, capsys):
+    from meshopt_batch.optimizers.batch.portable import optimize_for_target
+    from meshopt_batch.targets import get_target
+
+    mesh = meshes.grid(32)  # rows: the input binds on intel, and the window search folds them
+    src = tmp_path / "in.ply"
+    save_mesh(mesh, src)
+    mean = {}
+    for effort in ("0", "0.5", "20"):
+        out = tmp_path / f"e{effort}.ply"
+        run_json(capsys, "optimize", str(src), "-o", str(out), "--effort", effort, "--json")
+        expected = optimize_for_target(mesh.triangles, mesh.vertex_count, target=get_target("portable"),
+                                       window_work=int(float(effort) * 1e6))
+        assert np.array_equal(load_meshes(out)[0].triangles, expected.triangles)  # the file has that order
+        chosen = expected.stats["candidate"]
+        assert chosen.endswith(" + windows") == (effort != "0")
+        mean[effort] = expected.stats["candidates"][chosen]["mean_ratio"]
+    assert mean["20"] <= mean["0.5"] < mean["0"]
