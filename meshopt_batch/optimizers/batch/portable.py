@@ -44,8 +44,8 @@ Where the input predicts fewer invocations on some profile than every candidate 
 rows is about as good as it gets for Intel's long FIFO), the order made for that profile alone
 is tried as well, so that an order no worse than the input everywhere can still be found.
 
-Last, up to 2^16 vertices, the chosen order (the input when none dominates it) is refined in
-windows (:mod:`.window_search`): a run of 64 to 256 consecutive triangles at a time is replaced
+Last, up to 2^16 vertices, the chosen order (meshoptimizer's too; the input when none
+dominates it) is refined in windows (:mod:`.window_search`): a run of 64 to 256 consecutive triangles at a time is replaced
 by meshoptimizer's cache order of those triangles where that lowers the mean ratio to
 meshoptimizer's order and no profile predicts more than meshoptimizer's order and the input
 (or the start, where it was above them) (on large buffers screened first on the triangles
@@ -340,7 +340,7 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
             pool.add(f"batch@{p.name} alone", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
                                                               queue, fix_16bit, options))
         chosen = pool.choose()
-    if not large and vcount <= (1 << 16) and chosen != "meshoptimizer":
+    if not large and vcount <= (1 << 16):
         chosen = _refine(pool, tris64, chosen, window_work)
     chosen = chosen or "meshoptimizer"
     judged, mean_ratio = pool.judged, pool.mean_ratio
