@@ -45,12 +45,12 @@ rows is about as good as it gets for Intel's long FIFO), the order made for that
 is tried as well, so that an order no worse than the input everywhere can still be found.
 
 Last, up to 2^16 vertices, the chosen order (meshoptimizer's too; the input when none
-dominates it) is refined in windows (:mod:`.window_search`): a run of 64 to 256 consecutive triangles at a time is replaced
-by meshoptimizer's cache order of those triangles where that lowers the mean ratio to
-meshoptimizer's order and no profile predicts more than meshoptimizer's order and the input
-(or the start, where it was above them) (on large buffers screened first on the triangles
-around the window), in rounds while changes are kept, within a work bound of
-:data:`WINDOW_WORK`.  Where the input binds
+dominates it) is refined in windows (:mod:`.window_search`): a run of 64 to 256 consecutive
+triangles at a time is replaced by meshoptimizer's cache order of those triangles where that
+lowers the mean ratio to meshoptimizer's order and no profile predicts more than
+meshoptimizer's order and the input (or the start, where it was above them); on large buffers
+each change is screened first on the triangles around the window; in rounds while changes are
+kept, within a work bound of :data:`WINDOW_WORK`.  Where the input binds
 (rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
 better; elsewhere it takes the chosen order a little further on every profile.
 
@@ -111,7 +111,7 @@ LARGE = 1 << 18
 #: every rule.  Above WINDOW_SCREEN_ABOVE triangles a change is screened on WINDOW_CONTEXT
 #: triangles around its window before the whole buffer is judged (below, every change is judged
 #: whole: the screen misjudges rows that Intel's FIFO reuses across a window).  WINDOW_WORK bounds
-#: the triangles judged in all (about four seconds on a 50k-triangle scan on a 2-core VM).
+#: the triangles judged in all (four to six seconds on a 50-100k-triangle scan on a 2-core VM).
 WINDOWS = (128, 96, 192, 64, 256)
 WINDOW_SCREEN_ABOVE = 8192
 WINDOW_CONTEXT = 256
@@ -304,8 +304,8 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
         As :func:`~.optimizer.optimize_batch`, for every batch candidate.
     window_work : int, keyword-only
         Triangles the window search may judge (:data:`WINDOW_WORK`; more is better and slower:
-        80 M gives armadillo_86k a mean ratio of 0.975 and bunny 0.983, in about 30 s each on
-        a 2-core VM; 0 turns it off).
+        160 M gives bunny and armadillo_86k a mean ratio of 0.973, in 30-40 s each on a 2-core
+        VM; 0 turns it off).  ``optimize --effort M`` is M million.
 
     Returns
     -------
