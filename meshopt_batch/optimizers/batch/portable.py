@@ -52,7 +52,8 @@ meshoptimizer's order and the input (or the start, where it was above them); on 
 each change is screened first on the triangles around the window; in rounds while changes are
 kept, within a work bound of :data:`WINDOW_WORK`.  Where the input binds
 (rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
-better; elsewhere it takes the chosen order a little further on every profile.
+better; elsewhere it lowers the mean, a little on one GPU traded for more on another within
+the caps.
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
