@@ -227,7 +227,28 @@ def test_window_search_with_an_objective_lowers_it_and_keeps_every_profile_withi
     pareto, pareto_inv, _ = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16, 8),
                                               context=context, work=10**9)
     assert np.all(pareto_inv <= start)
-    assert not np.array_equal(order, pareto)  # the objective took changes the dominance rule refuses
+
+
+def test_window_search_with_an_objective_takes_trades_the_dominance_rule_refuses():
+    from meshopt_batch.optimizers.batch.window_search import refine_in_windows
+    tris = _shuffled(meshes.icosphere(2), 5)
+    weights = np.arange(tris.shape[0], dtype=np.float64)
+
+    def judge(order):  # every change that lowers the first figure raises the second by half as much
+        moment = float(weights @ order[:, 0])
+        return np.array([moment, 1e9 - 0.5 * moment])
+
+    start = judge(tris)
+    _, _, kept = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(8,), context=None,
+                                   work=10**9)
+    assert kept == 0  # no change dominates
+    order, inv, kept = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(8,), context=None,
+                                         work=10**9, objective=lambda v: float(v.sum()), caps=start + [0, 1e12])
+    assert kept > 0 and inv[0] < start[0] and inv[1] > start[1] and inv.sum() < start.sum()
+    tight, tight_inv, none = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(8,),
+                                               context=None, work=10**9, objective=lambda v: float(v.sum()),
+                                               caps=start)
+    assert none == 0 and np.array_equal(tight, tris)  # caps at the start: the trade is refused
 
 
 def test_screen_judges_a_run_and_its_change_with_one_numbering():
