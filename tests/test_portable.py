@@ -185,15 +185,21 @@ def test_windows_refine_an_input_that_binds_and_stay_below_it_everywhere():
     assert _digest(optimize_for_target(tris, mesh.vertex_count, target=target)) == _digest(res)
 
 
-@pytest.mark.parametrize("context", [None, 8])
-def test_window_search_keeps_only_changes_no_profile_predicts_worse(context):
-    from meshopt_batch.optimizers.batch.window_search import refine_in_windows
+def _shuffled_icosphere_and_judge(target_spec: str):
+    """A shuffled icosphere and a judge of an order of it on every profile of ``target_spec``."""
     tris = _shuffled(meshes.icosphere(3), 3)
-    target = get_target("nvidia_gl,amd")
+    target = get_target(target_spec)
 
     def judge(order):
         return np.array(judged(order, int(tris.max()) + 1, target))
 
+    return tris, judge
+
+
+@pytest.mark.parametrize("context", [None, 8])
+def test_window_search_keeps_only_changes_no_profile_predicts_worse(context):
+    from meshopt_batch.optimizers.batch.window_search import refine_in_windows
+    tris, judge = _shuffled_icosphere_and_judge("nvidia_gl,amd")
     order, inv, kept = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16,),
                                          context=context, align=4, work=10**9)
     assert kept > 0
@@ -207,12 +213,7 @@ def test_window_search_keeps_only_changes_no_profile_predicts_worse(context):
 @pytest.mark.parametrize("context", [None, 8])
 def test_window_search_with_an_objective_lowers_it_and_keeps_every_profile_within_its_cap(context):
     from meshopt_batch.optimizers.batch.window_search import refine_in_windows
-    tris = _shuffled(meshes.icosphere(3), 3)
-    target = get_target("nvidia_gl,amd,intel")
-
-    def judge(order):
-        return np.array(judged(order, int(tris.max()) + 1, target))
-
+    tris, judge = _shuffled_icosphere_and_judge("nvidia_gl,amd,intel")
     start = judge(tris)
     caps = start + np.array([0, 40, 40])  # nvidia may not get worse, the others a little
 
@@ -224,8 +225,8 @@ def test_window_search_with_an_objective_lowers_it_and_keeps_every_profile_withi
     assert kept > 0 and np.array_equal(inv, judge(order))
     assert objective(inv) < objective(start) and np.all(inv <= caps)
     assert np.array_equal(_corner_sets(order), _corner_sets(tris))
-    pareto, pareto_inv, _ = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16, 8),
-                                              context=context, work=10**9)
+    _, pareto_inv, _ = refine_in_windows(tris, judge=judge, local=lambda w: w[::-1], windows=(16, 8),
+                                         context=context, work=10**9)
     assert np.all(pareto_inv <= start)
 
 

@@ -190,17 +190,19 @@ class _Pool:
         self.input = [predict(tris, vertex_count, profile=p).invocations
                       for p in target.evaluation_profiles(vertex_count)]
 
+    def _predicted(self, numbered: np.ndarray, count: int) -> dict[str, int]:
+        """A numbered order's predicted invocations on every profile of the target."""
+        return {p.name: predict(numbered, count, profile=p).invocations
+                for p in self.target.evaluation_profiles(count)}
+
     def add(self, name: str, candidate) -> None:
         numbered, source = _numbered(*candidate, self.vertex_count)
-        inv = {p.name: predict(numbered, source.shape[0], profile=p).invocations
-               for p in self.target.evaluation_profiles(source.shape[0])}
-        self.judged[name] = [numbered, source, inv, None]
+        self.judged[name] = [numbered, source, self._predicted(numbered, source.shape[0]), None]
 
     def invocations(self, tris: np.ndarray) -> np.ndarray:
         """An order's predicted invocations on every profile, numbered by first use."""
         numbered, source = _numbered(tris, None, self.vertex_count)
-        return np.array([predict(numbered, source.shape[0], profile=p).invocations
-                         for p in self.target.evaluation_profiles(source.shape[0])])
+        return np.array(list(self._predicted(numbered, source.shape[0]).values()))
 
     def screen(self, run: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A run of an order and the same run changed, both numbered by first use in ``run``
