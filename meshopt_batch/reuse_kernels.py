@@ -74,7 +74,11 @@ def _record_batch(starts, batches, t):
 
 
 @njit(cache=True, inline="always")
-def _count_shaded(tris, t, missed, shaded):
+def _record_misses(tris, t, missed, shaded, marks):
+    """Keep triangle ``t``'s miss mask (bit ``i``: corner ``i`` was shaded) and count each
+    shaded vertex, where the caller asked for them (arrays of length 0 otherwise)."""
+    if marks.shape[0] > 0:
+        marks[t] = missed
     if shaded.shape[0] > 0:
         for i in range(3):
             if missed & (1 << i):
@@ -82,7 +86,7 @@ def _count_shaded(tris, t, missed, shaded):
 
 
 @njit(cache=True)
-def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts, shaded):
+def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts, shaded, marks):
     """Look-back retention (NVIDIA OpenGL): ``last[v]`` is ``v``'s last index position."""
     n = tris.shape[0]
     invocations = 0
@@ -117,7 +121,7 @@ def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts,
                 batches = _record_batch(starts, batches, t)
                 continue
             break
-        _count_shaded(tris, t, missed, shaded)
+        _record_misses(tris, t, missed, shaded, marks)
         size += 3
         uniques += added
         invocations += added
@@ -147,7 +151,7 @@ def dx_reach():
 
 
 @njit(cache=True)
-def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, shaded):
+def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, shaded, marks):
     """NVIDIA Direct3D rule: ``last4[4 v]`` is ``v``'s last position, ``last4[4 v + 1 + r]`` its
     last position with residue ``r``.  A last position within the shortest reach of
     :func:`dx_reach` reuses whatever its residue; only farther ones need the per-residue test."""
@@ -198,7 +202,7 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, sha
                 batches = _record_batch(starts, batches, t)
                 continue
             break
-        _count_shaded(tris, t, missed, shaded)
+        _record_misses(tris, t, missed, shaded, marks)
         size += 3
         uniques += added
         invocations += added
@@ -206,7 +210,7 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, sha
 
 
 @njit(cache=True)
-def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, shaded):
+def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, shaded, marks):
     """FIFO of ``capacity`` entries pushed on misses: ``stamp[v]`` is ``v``'s miss number, and
     ``v`` is cached iff it is among the last ``capacity`` misses of the current batch."""
     n = tris.shape[0]
@@ -241,7 +245,7 @@ def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, 
                 batches = _record_batch(starts, batches, t)
                 continue
             break
-        _count_shaded(tris, t, missed, shaded)
+        _record_misses(tris, t, missed, shaded, marks)
         size += 3
         uniques += added
         invocations += added
@@ -266,7 +270,7 @@ def _lru_make_newest(s, head, tail, older, newer):
 
 @njit(cache=True)
 def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_vertex, older,
-                newer, starts, shaded):
+                newer, starts, shaded, marks):
     """LRU of ``capacity`` vertices: the batch's slots ``0..used-1`` form a recency list
     (``head`` the most recent, ``older`` / ``newer`` links); ``slot_of[v]`` is ``v``'s slot."""
     n = tris.shape[0]
@@ -319,7 +323,7 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
                 batches = _record_batch(starts, batches, t)
                 continue
             break
-        _count_shaded(tris, t, missed, shaded)
+        _record_misses(tris, t, missed, shaded, marks)
         size += 3
         uniques += added
         invocations += added
@@ -328,7 +332,7 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
 
 @njit(cache=True)
 def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slot_epoch, seen,
-                   starts, shaded):
+                   starts, shaded, marks):
     """Direct-mapped table of ``slots`` entries keyed by ``vertex % slots``; a slot is valid
     in the batch whose epoch it carries.  ``seen`` marks the vertices ever shaded."""
     n = tris.shape[0]
@@ -364,7 +368,7 @@ def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slo
                 batches = _record_batch(starts, batches, t)
                 continue
             break
-        _count_shaded(tris, t, missed, shaded)
+        _record_misses(tris, t, missed, shaded, marks)
         size += 3
         uniques += added
         invocations += added
@@ -413,47 +417,101 @@ def predict_range(tris, seen, shaded):
     return hi - lo + 1, 1
 
 
-def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.ndarray):
+_NO_MARKS = np.zeros(0, np.uint8)
+
+
+def kernel_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
+    """The per-vertex arrays of ``profile``'s kernel, empty, for many short runs over buffers
+    of ``vertex_count`` vertices and at most ``triangle_count`` triangles
+    (``run_kernel(..., memory=)``: each run leaves them as it found them)."""
+    kind = profile.memory
+    V = max(vertex_count, 1)
+    size = profile.memory_size
+    # positions and miss stamps stay below 3 T: 32-bit entries halve the per-vertex memory
+    pos = np.int32 if 3 * triangle_count < 2**31 - 8 else np.int64
+    if kind == "lookback":
+        return (np.full(V, -1, pos),)
+    if kind == "lookback_dx":
+        return (np.full(4 * V, -1, pos),)
+    if kind == "fifo":
+        return (np.full(V, -1, pos),)
+    if kind == "lru":
+        return (np.full(V, -1, np.int32), np.full(size, -1, np.int64), np.full(size, -1, np.int64),
+                np.full(size, -1, np.int64))
+    if kind == "direct":
+        return (np.full(size, -1, np.int64), np.full(size, -1, np.int64), np.zeros(V, np.uint8))
+    raise ValueError(f"no reusable memory for memory kind {kind!r}")
+
+
+@njit(cache=True)
+def _clear_entries(per_vertex, tris, width, value):
+    for t in range(tris.shape[0]):
+        for i in range(3):
+            base = width * np.int64(tris[t, i])
+            for r in range(width):
+                per_vertex[base + r] = value
+
+
+def _clear_memory(kind: str, memory: tuple, tris: np.ndarray) -> None:
+    """Undo what a run over ``tris`` wrote into ``memory`` (:func:`kernel_memory`)."""
+    if kind == "direct":
+        memory[0].fill(-1)
+        memory[1].fill(-1)
+        _clear_entries(memory[2], tris, 1, 0)
+    else:
+        _clear_entries(memory[0], tris, 4 if kind == "lookback_dx" else 1, -1)
+
+
+def _referenced(kind: str, memory: tuple) -> int:
+    """Distinct vertices a run from empty memory referenced, read off its per-vertex state."""
+    if kind == "lookback_dx":
+        return int(np.count_nonzero(memory[0][::4] >= 0))
+    if kind == "direct":
+        return int(np.count_nonzero(memory[2]))
+    return int(np.count_nonzero(memory[0] >= 0))
+
+
+def _run_memory_kernel(profile, tris, memory, starts, shaded, marks):
+    ms, mu, b16, size = profile.max_size, profile.max_uniques, profile.boundary_16bit, profile.memory_size
+    kind = profile.memory
+    if kind == "lookback":
+        return predict_lookback(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
+    if kind == "lookback_dx":
+        return predict_lookback_dx(tris, ms, mu, b16, *memory, starts, shaded, marks)
+    if kind == "fifo":
+        return predict_fifo(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
+    if kind == "lru":
+        return predict_lru(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
+    return predict_direct(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
+
+
+def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.ndarray,
+               marks: np.ndarray | None = None, memory: tuple | None = None):
     """Run the kernel of ``profile``'s memory kind: ``(invocations, batches, referenced)``.
 
     ``starts`` (length ``T + 1`` or 0) receives the first triangle of every batch, ``shaded``
-    (length ``vertex_count`` or 0) the invocations of every vertex.  ``referenced`` is the
-    number of distinct vertices the buffer references (read off the per-vertex state).
+    (length ``vertex_count`` or 0) the invocations of every vertex, ``marks`` (uint8, length
+    ``T``; the order-dependent kinds only) every triangle's miss mask, bit ``i`` set when its
+    corner ``i`` was shaded.  ``referenced`` is the number of distinct vertices the buffer
+    references (read off the per-vertex state; -1 with ``memory``).  ``memory``: arrays of
+    :func:`kernel_memory` to run in instead of new ones (the order-dependent kinds), for many
+    short runs over a large vertex buffer.
     """
+    if marks is None:
+        marks = _NO_MARKS
     kind = profile.memory
-    ms, mu, b16, size = profile.max_size, profile.max_uniques, profile.boundary_16bit, profile.memory_size
-    V = max(vertex_count, 1)
-    # positions and miss stamps stay below 3 T: 32-bit entries halve the per-vertex memory
-    _POS = np.int32 if 3 * tris.shape[0] < 2**31 - 8 else np.int64
-    if kind == "lookback":
-        last = np.full(V, -1, _POS)
-        inv, batches = predict_lookback(tris, ms, mu, b16, size, last, starts, shaded)
-        return inv, batches, int(np.count_nonzero(last >= 0))
-    if kind == "lookback_dx":
-        last4 = np.full(4 * V, -1, _POS)
-        inv, batches = predict_lookback_dx(tris, ms, mu, b16, last4, starts, shaded)
-        return inv, batches, int(np.count_nonzero(last4[::4] >= 0))
-    if kind == "fifo":
-        stamp = np.full(V, -1, _POS)
-        inv, batches = predict_fifo(tris, ms, mu, b16, size, stamp, starts, shaded)
-        return inv, batches, int(np.count_nonzero(stamp >= 0))
-    if kind == "lru":
-        slot_of = np.full(V, -1, np.int32)
-        slot_vertex = np.full(size, -1, np.int64)
-        older = np.full(size, -1, np.int64)
-        newer = np.full(size, -1, np.int64)
-        inv, batches = predict_lru(tris, ms, mu, b16, size, slot_of, slot_vertex, older, newer,
-                                   starts, shaded)
-        return inv, batches, int(np.count_nonzero(slot_of >= 0))
-    seen = np.zeros(V, np.uint8)
-    if kind == "direct":
-        slot_vertex = np.full(size, -1, np.int64)
-        slot_epoch = np.full(size, -1, np.int64)
-        inv, batches = predict_direct(tris, ms, mu, b16, size, slot_vertex, slot_epoch, seen,
-                                      starts, shaded)
-    elif kind == "groups":
-        group_seen = np.zeros(V // size + 1, np.uint8)
-        inv, batches = predict_groups(tris, vertex_count, size, group_seen, seen, shaded)
+    if kind in ("lookback", "lookback_dx", "fifo", "lru", "direct"):
+        if memory is not None:
+            inv, batches = _run_memory_kernel(profile, tris, memory, starts, shaded, marks)
+            _clear_memory(kind, memory, tris)
+            return inv, batches, -1
+        memory = kernel_memory(profile, vertex_count, tris.shape[0])
+        inv, batches = _run_memory_kernel(profile, tris, memory, starts, shaded, marks)
+        return inv, batches, _referenced(kind, memory)
+    seen = np.zeros(max(vertex_count, 1), np.uint8)
+    if kind == "groups":
+        group_seen = np.zeros(max(vertex_count, 1) // profile.memory_size + 1, np.uint8)
+        inv, batches = predict_groups(tris, vertex_count, profile.memory_size, group_seen, seen, shaded)
     elif kind == "range":
         inv, batches = predict_range(tris, seen, shaded)
     else:
