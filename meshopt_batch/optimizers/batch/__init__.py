@@ -4,7 +4,9 @@
   the work after the order is found (16-bit fix, direct-mapped renumbering, final prediction);
 * :mod:`.state`, :mod:`.queue`, :mod:`.fibheap_reference`, :mod:`.select`, :mod:`.fit`,
   :mod:`.steps`, :mod:`.topology`, :mod:`.layout`: the parts of the compiled loop;
-* :mod:`.boundary16`: the 16-bit boundary post-process (paper 001 sec. 4).
+* :mod:`.boundary16`: the 16-bit boundary post-process (paper 001 sec. 4);
+* :mod:`.portable`: one order for a target of several profiles, refined by the local search of
+  :mod:`.window_search`, which :mod:`.window_judge` answers exactly near each window.
 
 References
 ----------

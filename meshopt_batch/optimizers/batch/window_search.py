@@ -10,11 +10,13 @@ one predicts fewer (the result dominates its start on every profile); given an *
 (a number from the vector, such as the mean ratio to a reference order) and *caps* (the most
 each profile may predict), when the objective is lower and no profile passes its cap.  The
 second rule takes changes the first refuses (a little more on one GPU for much less on
-another), so it goes further for the same work.  A change is screened first on the
-triangles around the window alone, so the whole buffer is judged again only for the few that
-pass.  Windows of
-several lengths, each twice (the second time offset by half a window), so a change may
-straddle a boundary of the first pass; the schedule runs again while it keeps changes.
+another), so it goes further for the same work.  Windows of several lengths, each twice (the
+second time offset by half a window), so a change may straddle a boundary of the first pass;
+the schedule runs again while it keeps changes.
+
+The judge answers "what would the order predict with this window changed" exactly; the
+window judge of :mod:`.window_judge` does so by simulating only the batches around the
+window, so a search costs a few batches per window rather than the whole buffer.
 
 This reaches orders a greedy constructive optimizer does not: where the start follows rows of
 a regular surface (which a long FIFO such as Intel's 128 entries serves almost perfectly and
@@ -36,48 +38,61 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["refine_in_windows"]
+__all__ = ["WholeBufferJudge", "refine_in_windows"]
 
 
-def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np.ndarray],
-                      local: Callable[[np.ndarray], np.ndarray], windows=(128, 96, 192, 64, 256),
-                      screen: Callable[[np.ndarray, np.ndarray], tuple] | None = None,
-                      rounds: int = 2, context: int | None = 256, align: int = 1,
-                      work: int = 5_000_000, objective: Callable[[np.ndarray], float] | None = None,
-                      caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
-    """Improve ``triangles`` window by window (see the module docstring for what "better" is).
-
-    Each change is first screened on the triangles around it (``context`` before and after the
-    window, judged from empty memories): only a change that is better there is judged on the
-    whole buffer, and kept when it is better there too and within ``caps``.
+class WholeBufferJudge:
+    """A judge for :func:`refine_in_windows` from any function of a whole order: each trial
+    judges the whole changed buffer (a ``T``-triangle cost).
 
     Parameters
     ----------
-    triangles : (T, 3) int64 array
+    triangles : (T, 3) int array
         The start order.
-    judge : callable, keyword-only
-        Order (a whole buffer or a run of it) -> predicted invocations per profile (a vector;
-        lower is better).
+    judge : callable
+        Order -> predicted invocations per profile (a vector; lower is better).
+    """
+
+    def __init__(self, triangles: np.ndarray, judge: Callable[[np.ndarray], np.ndarray]):
+        self.order = np.array(triangles, np.int64, copy=True)
+        self._judge = judge
+        self.invocations = np.asarray(judge(self.order))
+        self._trial = None
+
+    def trial(self, start: int, stop: int, window: np.ndarray) -> tuple[np.ndarray, int]:
+        changed = self.order.copy()
+        changed[start:stop] = window
+        self._trial = changed
+        return np.asarray(self._judge(changed)), changed.shape[0]
+
+    def accept(self) -> None:
+        self.order = self._trial
+        self.invocations = np.asarray(self._judge(self.order))
+
+
+def refine_in_windows(judge, *, local: Callable[[np.ndarray], np.ndarray], windows=(128, 96, 192, 64, 256),
+                      rounds: int = 2, work: int = 5_000_000, objective: Callable[[np.ndarray], float] | None = None,
+                      caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Improve the judge's order window by window (see the module docstring for what "better"
+    is).
+
+    Parameters
+    ----------
+    judge : WindowJudge or WholeBufferJudge
+        Holds the order (``order``) and its invocations per profile (``invocations``);
+        ``trial(start, stop, window)`` gives the invocations with ``order[start:stop]``
+        replaced by ``window`` and the triangles it simulated, ``accept()`` keeps that change.
     local : callable, keyword-only
         A window's triangles -> the same triangles in a new order (a multiset-preserving
         permutation of rows; corners may rotate).
-    screen : callable, keyword-only
-        ``(run, changed run) -> (invocations, invocations)``: the screening judgement of the
-        triangles around a window before and after the change (default: ``judge`` of each).
     windows : tuple of int, keyword-only
         Window lengths in triangles, in the order they are tried (each in two passes, the second
         offset by half a window).
     rounds : int, keyword-only
         How many times the whole schedule runs (it stops early when a round keeps nothing).
-    context : int or None, keyword-only
-        Triangles on each side of a window in the screening judgement (None: no screening,
-        every change judged on the whole buffer).
-    align : int, keyword-only
-        The screened run starts on a multiple of this many triangles (fixed-size batches, such
-        as AMD's 384 indices, then fall where they fall in the whole buffer).
     work : int, keyword-only
-        Bound on the triangles judged in all (screens and whole-buffer judgements): the search
-        stops there, deterministically.
+        Bound on the triangles the judge simulates in all: the search stops there,
+        deterministically.
     objective : callable, keyword-only
         Invocations per profile -> a number to lower (None: a change must dominate instead).
     caps : array, keyword-only
@@ -87,17 +102,15 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
     Returns
     -------
     (order, invocations, kept)
-        The refined order, its judged invocations, and how many window changes were kept.
+        The refined order, its invocations, and how many window changes were kept.
     """
     def better(after, before) -> bool:
         if objective is None:
             return bool(np.all(after <= before) and np.any(after < before))
         return objective(after) < objective(before)
 
-    current = np.array(triangles, np.int64, copy=True)
-    best = np.asarray(judge(current))
-    n = current.shape[0]
-    spent = n
+    n = judge.order.shape[0]
+    spent = 0
     kept = 0
     for _ in range(rounds):
         kept_before = kept
@@ -107,29 +120,16 @@ def refine_in_windows(triangles: np.ndarray, *, judge: Callable[[np.ndarray], np
                     stop = min(start + width, n)
                     if stop - start < 2:
                         continue
-                    window = local(current[start:stop])
-                    if context is not None:
-                        lo, hi = max(0, start - context), min(n, stop + context)
-                        lo -= lo % align
-                        if spent + 2 * (hi - lo) > work:
-                            return current, best, kept
-                        around = current[lo:hi].copy()
-                        around[start - lo:stop - lo] = window
-                        before, after = (screen(current[lo:hi], around) if screen is not None
-                                         else (judge(current[lo:hi]), judge(around)))
-                        before, after = np.asarray(before), np.asarray(after)
-                        spent += 2 * (hi - lo)
-                        if not better(after, before):
-                            continue
-                    elif spent + n > work:
-                        return current, best, kept
-                    trial = current.copy()
-                    trial[start:stop] = window
-                    spent += n
-                    got = np.asarray(judge(trial))
-                    if better(got, best) and (caps is None or np.all(got <= caps)):
-                        current, best = trial, got
+                    if spent >= work:
+                        return judge.order.copy(), judge.invocations, kept
+                    window = local(judge.order[start:stop])
+                    if np.array_equal(window, judge.order[start:stop]):
+                        continue
+                    got, cost = judge.trial(start, stop, window)
+                    spent += cost
+                    if better(got, judge.invocations) and (caps is None or np.all(got <= caps)):
+                        judge.accept()
                         kept += 1
         if kept == kept_before:
             break
-    return current, best, kept
+    return judge.order.copy(), judge.invocations, kept

@@ -1,0 +1,112 @@
+"""The window judge against the predictor: a changed window's invocations, judged near the
+window, equal Algorithm 1 on the whole changed buffer numbered by first use."""
+
+import numpy as np
+import pytest
+
+import meshes
+from meshopt_batch.optimizers.batch.window_judge import WindowJudge
+from meshopt_batch.profiles import Profile, get_profile
+from meshopt_batch.reuse import predict
+from meshopt_batch.targets import get_target
+from meshopt_batch.vertex_fetch import number_by_first_use
+
+CUSTOM = [
+    get_profile("fifo:16"),                                   # a global FIFO
+    get_profile("lru:8"),                                     # a global LRU: judged whole
+    Profile("fifo_batched", 60, 24, "fifo", 12),              # batches ended by either bound
+    Profile("direct_uniques", 300, 40, "direct", 32),         # numbers seen, batches not fixed
+    Profile("groups_4", 0, 0, "groups", 4),                   # numbers seen, no order: whole
+    Profile("range", 0, 0, "range", 1),                       # order-free
+    get_profile("nvidia_dx").with_16bit_boundaries(True),
+]
+
+
+def _whole(order, vertex_count, profiles):
+    numbered, _ = number_by_first_use(order, vertex_count)
+    return np.array([predict(numbered, vertex_count, profile=p).invocations for p in profiles])
+
+
+def _check_random_windows(tris, vertex_count, profiles, seed, trials, widths=(8, 64, 128, 200)):
+    rng = np.random.default_rng(seed)
+    judge = WindowJudge(tris, vertex_count, profiles)
+    current = np.array(tris, np.int64)
+    assert np.array_equal(judge.invocations, _whole(current, vertex_count, profiles))
+    n = current.shape[0]
+    simulated = []
+    for _ in range(trials):
+        width = int(rng.choice(widths))
+        start = int(rng.integers(0, max(1, n - width)))
+        stop = min(n, start + width)
+        window = current[start:stop][rng.permutation(stop - start)]
+        if rng.random() < 0.3:
+            window = np.roll(window, int(rng.integers(1, 3)), axis=1)
+        changed = current.copy()
+        changed[start:stop] = window
+        got, cost = judge.trial(start, stop, window)
+        assert np.array_equal(got, _whole(changed, vertex_count, profiles)), (start, stop)
+        simulated.append(cost)
+        if rng.random() < 0.5:
+            judge.accept()
+            current = changed
+            assert np.array_equal(judge.order, current)
+            assert np.array_equal(judge.invocations, got)
+    return simulated
+
+
+@pytest.mark.parametrize(("mesh", "seed"), [(meshes.torus(24, 16), 1), (meshes.icosphere(3), 2),
+                                            (meshes.grid(24), 3)])
+def test_every_change_equals_the_whole_prediction_on_the_portable_profiles(mesh, seed):
+    tris = np.asarray(mesh.triangles, np.int64)
+    profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
+    for order in (tris, tris[np.random.default_rng(seed).permutation(tris.shape[0])]):
+        simulated = _check_random_windows(order, mesh.vertex_count, profiles, seed, 60)
+        assert np.mean(simulated) < order.shape[0]  # near the window, not the whole buffer
+
+
+def test_every_change_equals_the_whole_prediction_on_other_rules():
+    mesh = meshes.torus(24, 16)
+    tris = np.asarray(mesh.triangles, np.int64)
+    _check_random_windows(tris, mesh.vertex_count, CUSTOM, 4, 60)
+
+
+def test_past_two_to_the_sixteen_vertices_the_block_rule_sees_the_new_numbers():
+    mesh = meshes.grid(260)  # 67,081 vertices
+    assert mesh.vertex_count > 1 << 16
+    tris = np.asarray(mesh.triangles, np.int64)
+    profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
+    assert any(p.boundary_16bit for p in profiles)
+    _check_random_windows(tris, mesh.vertex_count, profiles, 5, 12, widths=(128, 400))
+
+
+def test_a_window_left_as_it_was_changes_nothing_and_one_triangle_at_the_ends_works():
+    mesh = meshes.icosphere(2)
+    tris = np.asarray(mesh.triangles, np.int64)
+    profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
+    judge = WindowJudge(tris, mesh.vertex_count, profiles)
+    same, _ = judge.trial(10, 70, tris[10:70])
+    assert np.array_equal(same, judge.invocations)
+    n = tris.shape[0]
+    for start, stop in ((0, 2), (n - 2, n), (0, n)):
+        window = tris[start:stop][::-1]
+        changed = tris.copy()
+        changed[start:stop] = window
+        got, _ = judge.trial(start, stop, window)
+        assert np.array_equal(got, _whole(changed, mesh.vertex_count, profiles))
+
+
+def test_a_window_given_as_a_view_of_the_order_is_taken_as_it_was_when_judged():
+    mesh = meshes.torus(16, 12)
+    tris = np.asarray(mesh.triangles, np.int64)
+    profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
+    judge = WindowJudge(tris, mesh.vertex_count, profiles)
+    for start in (0, 40, 100):
+        got, _ = judge.trial(start, start + 30, judge.order[start:start + 30][::-1])
+        judge.accept()
+        assert np.array_equal(got, _whole(judge.order, mesh.vertex_count, profiles))
+        assert np.array_equal(judge.invocations, got)
+    assert np.array_equal(np.sort(judge.order, axis=None), np.sort(tris, axis=None))
+    probe = judge.trial(5, 50, judge.order[5:50][::-1])[0]
+    changed = judge.order.copy()
+    changed[5:50] = changed[5:50][::-1]
+    assert np.array_equal(probe, _whole(changed, mesh.vertex_count, profiles))
