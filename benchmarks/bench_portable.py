@@ -25,7 +25,7 @@ armadillo_86k, the torus and BrainStem's primitives 25 and 42 (marked ``tuned``)
 row is held out.
 
 ``--effort M`` writes the portable order with ``optimize --effort M`` (the window search's
-work, millions of triangles judged; the seconds column shows what it costs).
+work, millions of triangles simulated; the seconds column shows what it costs).
 
 Run: .venv/bin/python benchmarks/bench_portable.py [--quick] [--no-speed] [--rounds 3]
      [--effort M] [--json FILE] [--check]

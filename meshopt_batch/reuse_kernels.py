@@ -76,8 +76,10 @@ def _record_batch(starts, batches, t):
 @njit(cache=True, inline="always")
 def _record_misses(tris, t, missed, shaded, marks):
     """Keep triangle ``t``'s miss mask (bit ``i``: corner ``i`` was shaded) and count each
-    shaded vertex, where the caller asked for them (arrays of length 0 otherwise)."""
-    if marks.shape[0] > 0:
+    shaded vertex, where the caller asked for them (``marks`` None and ``shaded`` of length 0
+    otherwise).  A ``marks`` of None compiles a kernel without the store: a run-time test here
+    made every kernel several times slower."""
+    if marks is not None:
         marks[t] = missed
     if shaded.shape[0] > 0:
         for i in range(3):
@@ -417,9 +419,6 @@ def predict_range(tris, seen, shaded):
     return hi - lo + 1, 1
 
 
-_NO_MARKS = np.zeros(0, np.uint8)
-
-
 def kernel_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
     """The per-vertex arrays of ``profile``'s kernel, empty, for many short runs over buffers
     of ``vertex_count`` vertices and at most ``triangle_count`` triangles
@@ -497,8 +496,6 @@ def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.
     :func:`kernel_memory` to run in instead of new ones (the order-dependent kinds), for many
     short runs over a large vertex buffer.
     """
-    if marks is None:
-        marks = _NO_MARKS
     kind = profile.memory
     if kind in ("lookback", "lookback_dx", "fifo", "lru", "direct"):
         if memory is not None:

@@ -104,14 +104,18 @@ def refine_in_windows(judge, *, local: Callable[[np.ndarray], np.ndarray], windo
     (order, invocations, kept)
         The refined order, its invocations, and how many window changes were kept.
     """
-    def better(after, before) -> bool:
+    def score(invocations):
+        return None if objective is None else objective(invocations)
+
+    def better(after, after_score) -> bool:
         if objective is None:
-            return bool(np.all(after <= before) and np.any(after < before))
-        return objective(after) < objective(before)
+            return bool(np.all(after <= judge.invocations) and np.any(after < judge.invocations))
+        return after_score < current_score
 
     n = judge.order.shape[0]
     spent = 0
     kept = 0
+    current_score = score(judge.invocations)
     for _ in range(rounds):
         kept_before = kept
         for width in windows:
@@ -127,8 +131,10 @@ def refine_in_windows(judge, *, local: Callable[[np.ndarray], np.ndarray], windo
                         continue
                     got, cost = judge.trial(start, stop, window)
                     spent += cost
-                    if better(got, judge.invocations) and (caps is None or np.all(got <= caps)):
+                    got_score = score(got)
+                    if better(got, got_score) and (caps is None or np.all(got <= caps)):
                         judge.accept()
+                        current_score = got_score
                         kept += 1
         if kept == kept_before:
             break
