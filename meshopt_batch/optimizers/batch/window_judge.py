@@ -19,9 +19,11 @@ the current order and a simulation of the changed part only:
   have shaded the same vertices at the same triangles ``capacity`` times in a row: both FIFOs
   then hold the same entries.
 * First-use numbering: the vertices first used in the window keep their set of numbers,
-  permuted; every other vertex keeps its number.  For rules that see vertex numbers
-  (llvmpipe's ``vertex % 256`` table, NVIDIA's 2^16 block rule past 2^16 vertices) the
-  simulation also runs past the last triangle using one of those vertices.
+  permuted; every other vertex keeps its number.  Rules that see vertex numbers are simulated
+  again where those vertices are used: with fixed batches (llvmpipe's segments of 341
+  triangles and its ``vertex % 256`` table) the segments the window overlaps and every later
+  segment that uses one of them; otherwise (NVIDIA's 2^16 block rule past 2^16 vertices) up to
+  a shared batch start past the last triangle that uses one of them.
 * Any other profile (a global LRU or look-back, the aligned groups of a fitted profile) is
   simulated whole; a whole-range profile does not depend on the order.
 
@@ -90,7 +92,6 @@ def _renumber_window(window, start, indptr, positions, label, trial_label):
 def _move_positions(window, start, indptr, positions, cursor):
     """``positions`` after the window ``[start, start + len)`` took this order: each vertex's
     entries inside the window are rewritten in place (their number does not change)."""
-    stop = start + window.shape[0]
     for t in range(window.shape[0]):
         for i in range(3):
             v = window[t, i]
@@ -103,7 +104,6 @@ def _move_positions(window, start, indptr, positions, cursor):
             v = window[t, i]
             positions[cursor[v]] = start + t
             cursor[v] += 1
-    return stop
 
 
 @njit(cache=True)
@@ -126,7 +126,9 @@ def _segments_using(fresh, stop, indptr, positions, length):
 @njit(cache=True)
 def _fifo_content(order, marks, start, capacity):
     """The last ``capacity`` vertices shaded before triangle ``start`` (oldest first), as
-    triangles that an empty FIFO shades in that order: a global FIFO's state at ``start``."""
+    triangles that an empty FIFO shades in that order: a global FIFO's state at ``start``.
+    The first vertex is repeated to fill the first triangle (a repeat hits: nothing more is
+    shaded)."""
     content = np.empty(capacity, np.int64)
     k = capacity
     t = start - 1
@@ -171,8 +173,7 @@ class _Run:
         self.profile = profile
         self.marks = np.zeros(labelled.shape[0], np.uint8)
         starts = np.zeros(labelled.shape[0] + 1, np.int64)
-        self.total, batches, _ = run_kernel(profile, labelled, vertex_count, starts, np.zeros(0, np.int64),
-                                            self.marks)
+        self.total, batches, _ = run_kernel(profile, labelled, vertex_count, starts, _NONE, self.marks)
         self.is_start = np.zeros(labelled.shape[0] + 1, bool)
         self.is_start[starts[:batches]] = True
         self.is_start[-1] = True
