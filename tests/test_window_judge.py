@@ -110,3 +110,16 @@ def test_a_window_given_as_a_view_of_the_order_is_taken_as_it_was_when_judged():
     changed = judge.order.copy()
     changed[5:50] = changed[5:50][::-1]
     assert np.array_equal(probe, _whole(changed, mesh.vertex_count, profiles))
+
+
+def test_degenerate_and_repeated_triangles_are_judged_alike():
+    mesh = meshes.torus(20, 12)
+    tris = np.asarray(mesh.triangles, np.int64)
+    rng = np.random.default_rng(9)
+    degenerate = tris[rng.integers(0, tris.shape[0], 60)].copy()
+    degenerate[:, 1] = degenerate[:, 0]                     # (v, v, w)
+    repeated = tris[rng.integers(0, tris.shape[0], 40)]
+    mixed = np.concatenate([tris, degenerate, repeated])
+    mixed = mixed[rng.permutation(mixed.shape[0])]
+    profiles = list(get_target("portable").evaluation_profiles(mesh.vertex_count)) + CUSTOM
+    _check_random_windows(mixed, mesh.vertex_count, profiles, 11, 80)
