@@ -62,12 +62,11 @@ class WholeBufferJudge:
     def trial(self, start: int, stop: int, window: np.ndarray) -> tuple[np.ndarray, int]:
         changed = self.order.copy()
         changed[start:stop] = window
-        self._trial = changed
-        return np.asarray(self._judge(changed)), changed.shape[0]
+        self._trial = (changed, np.asarray(self._judge(changed)))
+        return self._trial[1], changed.shape[0]
 
     def accept(self) -> None:
-        self.order = self._trial
-        self.invocations = np.asarray(self._judge(self.order))
+        self.order, self.invocations = self._trial
 
 
 def refine_in_windows(judge, *, local: Callable[[np.ndarray], np.ndarray], windows=(128, 96, 192, 64, 256),
