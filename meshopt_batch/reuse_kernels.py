@@ -76,12 +76,11 @@ def _record_batch(starts, batches, t):
 @njit(cache=True, inline="always")
 def _record_misses(tris, t, missed, shaded, marks):
     """Keep triangle ``t``'s miss mask (bit ``i``: corner ``i`` was shaded) and count each
-    shaded vertex, where the caller asked for them (``marks`` None and ``shaded`` of length 0
-    otherwise).  A ``marks`` of None compiles a kernel without the store: a run-time test here
-    made every kernel several times slower."""
+    shaded vertex, where the caller asked for them (None otherwise).  A None compiles a kernel
+    without the store: a run-time test here made the kernels up to five times slower."""
     if marks is not None:
         marks[t] = missed
-    if shaded.shape[0] > 0:
+    if shaded is not None:
         for i in range(3):
             if missed & (1 << i):
                 shaded[tris[t, i]] += 1
@@ -498,12 +497,13 @@ def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.
     """
     kind = profile.memory
     if kind in ("lookback", "lookback_dx", "fifo", "lru", "direct"):
+        counts = shaded if shaded.shape[0] else None
         if memory is not None:
-            inv, batches = _run_memory_kernel(profile, tris, memory, starts, shaded, marks)
+            inv, batches = _run_memory_kernel(profile, tris, memory, starts, counts, marks)
             _clear_memory(kind, memory, tris)
             return inv, batches, -1
         memory = kernel_memory(profile, vertex_count, tris.shape[0])
-        inv, batches = _run_memory_kernel(profile, tris, memory, starts, shaded, marks)
+        inv, batches = _run_memory_kernel(profile, tris, memory, starts, counts, marks)
         return inv, batches, _referenced(kind, memory)
     seen = np.zeros(max(vertex_count, 1), np.uint8)
     if kind == "groups":
