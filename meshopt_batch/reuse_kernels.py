@@ -418,6 +418,10 @@ def predict_range(tris, seen, shaded):
     return hi - lo + 1, 1
 
 
+#: The memory kinds whose kernels keep per-vertex state (:func:`kernel_memory`).
+MEMORY_KERNEL_KINDS = ("lookback", "lookback_dx", "fifo", "lru", "direct")
+
+
 def kernel_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
     """The per-vertex arrays of ``profile``'s kernel, empty, for many short runs over buffers
     of ``vertex_count`` vertices and at most ``triangle_count`` triangles
@@ -496,7 +500,7 @@ def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.
     short runs over a large vertex buffer.
     """
     kind = profile.memory
-    if kind in ("lookback", "lookback_dx", "fifo", "lru", "direct"):
+    if kind in MEMORY_KERNEL_KINDS:
         counts = shaded if shaded.shape[0] else None
         if memory is not None:
             inv, batches = _run_memory_kernel(profile, tris, memory, starts, counts, marks)

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from ...profiles import Profile
-from ...reuse_kernels import kernel_memory, run_kernel
+from ...reuse_kernels import MEMORY_KERNEL_KINDS, kernel_memory, run_kernel
 from ...vertex_fetch import first_use_labels
 
 __all__ = ["WindowJudge"]
@@ -50,7 +50,6 @@ __all__ = ["WindowJudge"]
 _POPCOUNT = np.array([bin(k).count("1") for k in range(8)], np.int64)
 _BLOCK = 1 << 16
 _NONE = np.zeros(0, np.int64)
-_REUSABLE = ("lookback", "lookback_dx", "fifo", "lru", "direct")
 
 
 def _occurrences(order: np.ndarray, vertex_count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -179,8 +178,9 @@ class _Run:
         self.is_start[-1] = True
         self.before = np.concatenate(([0], np.cumsum(_POPCOUNT[self.marks])))
         self.batch_starts = np.flatnonzero(self.is_start)
-        self.memory = (kernel_memory(profile, vertex_count, labelled.shape[0] + 64) if profile.memory in _REUSABLE
-                       else None)
+        # a run is at most the whole order and a FIFO's replayed content
+        self.memory = (kernel_memory(profile, vertex_count, labelled.shape[0] + profile.memory_size)
+                       if profile.memory in MEMORY_KERNEL_KINDS else None)
 
     def between(self, lo: int, hi: int) -> int:
         """Invocations of triangles ``[lo, hi)``."""
@@ -317,29 +317,40 @@ class WindowJudge:
         invocations, batches, _ = run_kernel(run.profile, tris, self.vertex_count, starts, _NONE, marks, run.memory)
         return marks, starts[:batches], invocations
 
+    def _until_runs_agree(self, run: _Run, lo: int, hi: int, simulate, agree):
+        """Simulate the changed order from triangle ``lo`` (``simulate(hi)`` -> the miss masks
+        and batch starts of ``[lo, hi)``), doubling ``hi`` until ``agree(marks, starts)`` names
+        the triangle from which both runs are alike (or the end): ``(invocations, change,
+        triangles simulated)``."""
+        n = self.order.shape[0]
+        cost = 0
+        while True:
+            marks, starts = simulate(hi)
+            cost += hi - lo
+            sync = agree(marks, starts)
+            if sync is None and hi < n:
+                hi = min(n, lo + 2 * (hi - lo))
+                continue
+            sync = n if sync is None else sync
+            kept = marks[:sync - lo]
+            inv = run.total - run.between(lo, sync) + int(_POPCOUNT[kept].sum())
+            return inv, ([(lo, kept)], None if starts is None else starts[starts < sync]), cost
+
     def _batched(self, run: _Run, start, stop, window, need):
         """From the last batch start before the window to the first batch start at or after
         ``need`` that both runs share."""
-        n = self.order.shape[0]
         lo = int(run.batch_starts[max(np.searchsorted(run.batch_starts, start) - 1, 0)])
         span = 2 * max(run.profile.max_size // 3, run.profile.max_uniques // 3, 1)
-        hi = min(n, need + span)
-        cost = 0
-        while True:
+
+        def simulate(hi):
             marks, starts, _ = self._simulate(run, self._changed(lo, hi, start, stop, window))
-            cost += hi - lo
-            starts = starts + lo
+            return marks, starts + lo
+
+        def agree(marks, starts):
             common = starts[(starts >= need) & run.is_start[starts]]
-            if common.shape[0] and common[0] > lo:
-                sync = int(common[0])
-            elif hi == n:
-                sync = n
-            else:
-                hi = min(n, lo + 2 * (hi - lo))
-                continue
-            kept = marks[:sync - lo]
-            inv = run.total - run.between(lo, sync) + int(_POPCOUNT[kept].sum())
-            return inv, ([(lo, kept)], starts[starts < sync]), cost
+            return int(common[0]) if common.shape[0] and common[0] > lo else None
+
+        return self._until_runs_agree(run, lo, min(self.order.shape[0], need + span), simulate, agree)
 
     def _segments(self, run: _Run, start, stop, window, fresh):
         """Fixed batches (llvmpipe's segments) that see vertex numbers: the segments the window
@@ -366,26 +377,18 @@ class WindowJudge:
     def _fifo(self, run: _Run, start, stop, window):
         """A global FIFO: from its content at the window to the triangle after which both runs
         have shaded the same vertices ``capacity`` times in a row."""
-        n = self.order.shape[0]
         capacity = run.profile.memory_size
         lead = self._label[_fifo_content(self.order, run.marks, start, capacity)]
-        hi = min(n, stop + 3 * capacity)
-        cost = 0
-        while True:
+
+        def simulate(hi):
             tris = np.concatenate((lead, self._changed(start, hi, start, stop, window)))
-            marks = self._simulate(run, tris)[0][lead.shape[0]:]
-            cost += hi - start
+            return self._simulate(run, tris)[0][lead.shape[0]:], None
+
+        def agree(marks, _):
             sync = _fifo_agreement(marks, run.marks, start, stop - start, capacity)
-            if sync >= 0:
-                sync += start
-            elif hi == n:
-                sync = n
-            else:
-                hi = min(n, start + 2 * (hi - start))
-                continue
-            kept = marks[:sync - start]
-            inv = run.total - run.between(start, sync) + int(_POPCOUNT[kept].sum())
-            return inv, ([(start, kept)], None), cost
+            return start + sync if sync >= 0 else None
+
+        return self._until_runs_agree(run, start, min(self.order.shape[0], stop + 3 * capacity), simulate, agree)
 
     def _whole(self, run: _Run, start, stop, window):
         n = self.order.shape[0]
