@@ -276,6 +276,51 @@ def test_window_search_with_an_objective_takes_trades_the_dominance_rule_refuses
     assert none == 0 and np.array_equal(tight, tris)  # caps at the start: the trade is refused
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_judge_counts_the_triangles_its_trials_simulate(which):
+    tris, judge = _shuffled_icosphere_and_judge("portable")
+    window_judge = _window_judges(tris, judge, "portable")[which]
+    costs = [window_judge.trial(start, start + 16, window_judge.order[start:start + 16][::-1])[1]
+             for start in (0, 40, 200)]
+    assert min(costs) > 0 and window_judge.simulated == sum(costs)
+
+
+def _windows_objective(result) -> float:
+    """The window search's objective of the refined candidate a portable result holds."""
+    from meshopt_batch.optimizers.batch.portable import _window_objective
+    cands = result.stats["candidates"]
+    refined = [name for name in cands if name.endswith(" + windows")]
+    assert len(refined) == 1
+    reference = np.array(list(cands["meshoptimizer"]["invocations"].values()), np.float64)
+    return _window_objective(reference)(np.array(list(cands[refined[0]]["invocations"].values()), np.float64))
+
+
+def test_window_moves_take_turns_and_the_later_ones_lower_the_objective(monkeypatch):
+    import meshopt_batch.optimizers.batch.portable as portable
+    mesh = meshes.torus(60, 30)
+    tris, target = _shuffled(mesh), get_target("portable")
+    every = optimize_for_target(tris, mesh.vertex_count, target=target)
+    monkeypatch.setattr(portable, "WINDOW_MOVES", portable.WINDOW_MOVES[:1])
+    first = optimize_for_target(tris, mesh.vertex_count, target=target)
+    assert _windows_objective(every) < _windows_objective(first)
+    assert every.stats["candidate"].endswith(" + windows")
+    assert codec_bits(every.triangles).raw <= portable.CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
+
+
+def test_a_window_search_past_the_codec_slack_is_undone(monkeypatch):
+    import meshopt_batch.optimizers.batch.portable as portable
+    mesh = meshes.torus(60, 30)
+    monkeypatch.setattr(portable, "CODEC_SLACK", 0.5)  # no reordered window can be that small
+    res = optimize_for_target(_shuffled(mesh), mesh.vertex_count, target=get_target("portable"))
+    assert res.stats["candidate"] == "meshoptimizer"
+    assert not any(name.endswith(" + windows") for name in res.stats["candidates"])
+    # where the input binds (rows Intel's FIFO shades once per vertex), the pool takes the best
+    # order no worse than the input whatever its codec size, and so does the search
+    grid = meshes.grid(48)
+    res = optimize_for_target(grid.triangles, grid.vertex_count, target=get_target("portable"))
+    assert res.stats["candidate"].endswith(" + windows")
+
+
 def test_a_set_of_two_profiles_is_never_worse_on_either():
     mesh = meshes.icosphere(3)
     tris = _shuffled(mesh, 7)

@@ -223,6 +223,8 @@ class WindowJudge:
         The current order (read-only to callers).
     invocations : (P,) int64 array
         Its predicted invocations, one per profile.
+    simulated : int
+        Triangles simulated by all trials so far (what a search's work bound counts).
     """
 
     def __init__(self, triangles: np.ndarray, vertex_count: int, profiles):
@@ -238,6 +240,7 @@ class WindowJudge:
         self.invocations = np.array([r.total for r in self._runs], np.int64)
         self._pending = None
         self._region = None
+        self.simulated = 0
 
     def _way(self, profile: Profile) -> str:
         """How a change is simulated for this profile: ``segments`` (fixed batches that see
@@ -280,7 +283,9 @@ class WindowJudge:
                 out[k], change, cost = self._whole(run, start, stop, window)
             changes.append((change, int(out[k])))
             simulated += cost
-        return out, simulated // max(len(self._runs), 1)
+        simulated //= max(len(self._runs), 1)
+        self.simulated += simulated
+        return out, simulated
 
     def accept(self) -> None:
         """Make the last trial's order the current one."""

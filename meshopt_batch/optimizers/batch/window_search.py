@@ -58,11 +58,14 @@ class WholeBufferJudge:
         self._judge = judge
         self.invocations = np.asarray(judge(self.order))
         self._trial = None
+        #: Triangles simulated by all trials so far.
+        self.simulated = 0
 
     def trial(self, start: int, stop: int, window: np.ndarray) -> tuple[np.ndarray, int]:
         changed = self.order.copy()
         changed[start:stop] = window
         self._trial = (changed, np.asarray(self._judge(changed)))
+        self.simulated += changed.shape[0]
         return self._trial[1], changed.shape[0]
 
     def accept(self) -> None:
