@@ -285,6 +285,29 @@ def test_a_judge_counts_the_triangles_its_trials_simulate(which):
     assert min(costs) > 0 and window_judge.simulated == sum(costs)
 
 
+def test_window_moves_number_compactly_in_one_pass_and_order_as_numbered_by_sorting():
+    # meshoptimizer's order depends on the triangles' order and adjacency, not on the numbers:
+    # the moves number a window's vertices by first use, and equal the order numbered by np.unique
+    from meshopt_batch.optimizers.batch.portable import WINDOW_MOVES
+    tris = _shuffled(meshes.torus(40, 20), 11)
+    scratch = np.full(int(tris.max()) + 1, -1, np.int64)
+
+    def sorted_numbering(window):
+        used, compact = np.unique(window, return_inverse=True)
+        flat = np.ascontiguousarray(compact, np.uint32).reshape(-1)
+        out = np.empty_like(flat)
+        meshoptimizer.optimize_vertex_cache(out, flat, flat.size, used.shape[0])
+        return used[out.astype(np.int64)].reshape(-1, 3)
+
+    starts = np.random.default_rng(2).integers(0, tris.shape[0] - 600, 12)
+    for start, width in zip(starts, (1, 2, 32, 96, 128, 512) * 2, strict=True):
+        window = tris[start:start + width]
+        given = (window, np.roll(window, -(width // 2), axis=0), window[::-1])
+        for move, shown in zip(WINDOW_MOVES, given, strict=True):
+            assert np.array_equal(move(window, scratch), sorted_numbering(shown))
+        assert np.all(scratch == -1)
+
+
 def _windows_objective(result) -> float:
     """The window search's objective of the refined candidate a portable result holds."""
     from meshopt_batch.optimizers.batch.portable import _window_objective

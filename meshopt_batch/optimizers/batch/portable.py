@@ -78,9 +78,11 @@ Kapoulkine, A.  meshoptimizer (``optimize_vertex_cache``, ``encode_index_buffer`
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
+from numba import njit
 
 from ...errors import MeshoptBatchError
 from ...index_codec import codec_bits
@@ -263,23 +265,45 @@ class _Pool:
         return [p for p in profiles if p.name in wins]
 
 
-def _local_order(window: np.ndarray) -> np.ndarray:
-    """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly):
-    it starts from the window's first triangle, next to what precedes the window."""
-    used, compact = np.unique(window, return_inverse=True)
-    return used[optimize_vertex_cache(compact.reshape(-1, 3), used.shape[0]).astype(np.int64)]
+@njit(cache=True)
+def _number_compactly(flat, scratch, used, out):
+    """Number the distinct vertices of ``flat`` 0, 1, ... in order of first use (``out``; the
+    vertices in ``used``), with ``scratch`` (-1 for every vertex, and so again on return) as the
+    table; returns how many there are.  One pass, where ``np.unique`` sorts: meshoptimizer's
+    order does not depend on the numbers, only on the triangles' order and adjacency."""
+    count = 0
+    for k in range(flat.shape[0]):
+        v = flat[k]
+        if scratch[v] < 0:
+            scratch[v] = count
+            used[count] = v
+            count += 1
+        out[k] = scratch[v]
+    for k in range(count):
+        scratch[used[k]] = -1
+    return count
 
 
-def _local_order_from_middle(window: np.ndarray) -> np.ndarray:
+def _local_order(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly;
+    ``scratch``: -1 for every vertex of the buffer): it starts from the window's first
+    triangle, next to what precedes the window."""
+    flat = np.ascontiguousarray(window, np.int64).reshape(-1)
+    used, compact = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0], np.uint32)
+    count = _number_compactly(flat, scratch, used, compact)
+    return used[optimize_vertex_cache(compact.reshape(-1, 3), count).astype(np.int64)]
+
+
+def _local_order_from_middle(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """meshoptimizer's order of the window given from its middle triangle on (another seed,
     and its dead ends resumed in another order)."""
-    return _local_order(np.roll(window, -(window.shape[0] // 2), axis=0))
+    return _local_order(np.roll(window, -(window.shape[0] // 2), axis=0), scratch)
 
 
-def _local_order_from_end(window: np.ndarray) -> np.ndarray:
+def _local_order_from_end(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """meshoptimizer's order of the window given last triangle first (the seed next to what
     follows the window)."""
-    return _local_order(window[::-1])
+    return _local_order(window[::-1], scratch)
 
 
 #: The window search's local moves, each a whole search from where the one before stopped
@@ -319,13 +343,15 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str
     # that order is no worse than the input everywhere
     codec_limit = CODEC_SLACK * pool.codec("meshoptimizer") if pool.fallback_is_meshoptimizer() else np.inf
     judge = WindowJudge(start, pool.vertex_count, profiles)
+    scratch = np.full(pool.vertex_count, -1, np.int64)
     spent, kept = 0, 0
     for move in WINDOW_MOVES:
         if spent + judge.simulated >= work:
             break
         before = judge.order.copy()
-        _, _, changes = refine_in_windows(judge, local=move, windows=WINDOWS, work=work - spent - judge.simulated,
-                                          rounds=WINDOW_ROUNDS, objective=_window_objective(reference), caps=caps)
+        _, _, changes = refine_in_windows(judge, local=functools.partial(move, scratch=scratch), windows=WINDOWS,
+                                          work=work - spent - judge.simulated, rounds=WINDOW_ROUNDS,
+                                          objective=_window_objective(reference), caps=caps)
         if changes and _codec_bits(judge.order, pool.vertex_count) > codec_limit:
             spent += judge.simulated
             judge = WindowJudge(before, pool.vertex_count, profiles)
