@@ -54,7 +54,8 @@ simulating only the batches around it (:mod:`.window_judge`); in rounds while ch
 kept, within a work bound of :data:`WINDOW_WORK` triangles simulated.  meshoptimizer's
 greedy order starts from its input's first triangle and resumes its dead ends in input
 order, so the window's triangles given from the middle or last-first are other moves
-(:data:`WINDOW_MOVES`): three searches, each from where the last stopped.  Where the input binds
+(:data:`WINDOW_MOVES`): three searches, each from where the last stopped, the later two one
+round each (:data:`LATER_MOVE_ROUNDS`).  Where the input binds
 (rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
 better; elsewhere it lowers the mean, a little on one GPU traded for more on another within
 the caps.
@@ -307,9 +308,9 @@ def _local_order_from_end(window: np.ndarray, scratch: np.ndarray) -> np.ndarray
 
 
 #: The window search's local moves, each a search from where the one before stopped
-#: (:func:`_refine`).  Taking them in turn again until none keeps a change lowered the torus'
-#: mean ratio by 0.1 % more and BrainStem's NVIDIA invocations by 0.2 % more, at 1.7x the time
-#: of the three turns; so each runs once.
+#: (:func:`_refine`).  Taking them in turn again until none keeps a change (each up to eight
+#: rounds) lowered the torus' mean ratio by 0.1 % more and BrainStem's NVIDIA invocations by
+#: 0.2 % more, at 1.7x the time of one turn each; so each runs once.
 WINDOW_MOVES = (_local_order, _local_order_from_middle, _local_order_from_end)
 #: Rounds of the window schedule for each move after the first (the first has
 #: :data:`WINDOW_ROUNDS`): one round keeps most of what more would (torus: worst 0.983 against
@@ -335,10 +336,10 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str
     The moves of :data:`WINDOW_MOVES` take turns, each a search of its own from where the last
     one stopped (the later ones :data:`LATER_MOVE_ROUNDS` rounds), within one work bound: the
     first search ends in an order none of its window changes improves, which another move's
-    seed can still improve.  Where meshoptimizer's order is the
-    pool's fallback (no worse than the input on every profile), a search whose order would pass
-    :data:`CODEC_SLACK` times its index-codec size is undone, as the pool would refuse the result
-    for it.  The result is added to the pool, and the choice made again."""
+    seed can still improve.  Where meshoptimizer's order is the pool's fallback (no worse than
+    the input on every profile), a search whose order would pass :data:`CODEC_SLACK` times its
+    index-codec size is undone, as the pool would refuse the result for it.  The result is added
+    to the pool, and the choice made again."""
     start = tris if chosen is None else pool.original(chosen)
     reference = np.array(list(pool.judged["meshoptimizer"][2].values()), np.float64)
     begun = np.array(pool.input if chosen is None else list(pool.judged[chosen][2].values()), np.float64)
