@@ -26,7 +26,8 @@ triangle is pushed again: the whole triangle moves to the next batch, as Algorit
 forgets everything whenever an index lies in another 2^16 block than the index before it
 (:func:`_block_switch`).
 
-The kernels take no compiled functions as arguments, so numba caches all of them on disk.
+The kernels take no compiled functions as arguments, so numba caches all of them on disk;
+:func:`run_short` picks one by an integer for the same reason.
 
 References
 ----------
@@ -423,9 +424,8 @@ MEMORY_KERNEL_KINDS = ("lookback", "lookback_dx", "fifo", "lru", "direct")
 
 
 def kernel_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
-    """The per-vertex arrays of ``profile``'s kernel, empty, for many short runs over buffers
-    of ``vertex_count`` vertices and at most ``triangle_count`` triangles
-    (``run_kernel(..., memory=)``: each run leaves them as it found them)."""
+    """The per-vertex arrays of ``profile``'s kernel, empty, for buffers of ``vertex_count``
+    vertices and at most ``triangle_count`` triangles."""
     kind = profile.memory
     V = max(vertex_count, 1)
     size = profile.memory_size
@@ -454,16 +454,6 @@ def _clear_entries(per_vertex, tris, width, value):
                 per_vertex[base + r] = value
 
 
-def _clear_memory(kind: str, memory: tuple, tris: np.ndarray) -> None:
-    """Undo what a run over ``tris`` wrote into ``memory`` (:func:`kernel_memory`)."""
-    if kind == "direct":
-        memory[0].fill(-1)
-        memory[1].fill(-1)
-        _clear_entries(memory[2], tris, 1, 0)
-    else:
-        _clear_entries(memory[0], tris, 4 if kind == "lookback_dx" else 1, -1)
-
-
 def _referenced(kind: str, memory: tuple) -> int:
     """Distinct vertices a run from empty memory referenced, read off its per-vertex state."""
     if kind == "lookback_dx":
@@ -487,25 +477,69 @@ def _run_memory_kernel(profile, tris, memory, starts, shaded, marks):
     return predict_direct(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
 
 
+def short_run_kernel(profile) -> tuple:
+    """``profile``'s kernel for :func:`run_short`: (memory kind's index in
+    :data:`MEMORY_KERNEL_KINDS`, ``MAX_SIZE``, ``MAX_UNIQUES``, the 2^16 rule, memory size)."""
+    return (MEMORY_KERNEL_KINDS.index(profile.memory), int(profile.max_size), int(profile.max_uniques),
+            int(profile.boundary_16bit), int(profile.memory_size))
+
+
+def short_run_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
+    """The memory of :func:`kernel_memory` in the one shape :func:`run_short` takes for every
+    kind: ``(per_vertex, slot_vertex, slot_epoch_or_older, newer, seen)``, unused ones empty."""
+    memory = kernel_memory(profile, vertex_count, triangle_count)
+    none = np.zeros(0, np.int64)
+    if profile.memory == "lru":
+        return memory + (np.zeros(0, np.uint8),)
+    if profile.memory == "direct":
+        return (np.zeros(0, memory[0].dtype), memory[0], memory[1], none, memory[2])
+    return (memory[0], none, none, none, np.zeros(0, np.uint8))
+
+
+@njit(cache=True)
+def run_short(kernel, memory, tris, starts, marks):
+    """Run one kernel (:func:`short_run_kernel`) over ``tris`` in ``memory``
+    (:func:`short_run_memory`) and leave the memory as it found it: ``(invocations, batches)``;
+    ``starts`` (at least ``T + 1`` long) and ``marks`` (``T``) as :func:`run_kernel`'s.  For many
+    short runs over a large vertex buffer (the window judge), with no Python between them."""
+    kind, max_size, max_uniques, bound16, size = kernel
+    per_vertex, slot_vertex, slot_b, slot_c, seen = memory
+    starts[0] = 0
+    if kind == 0:
+        out = predict_lookback(tris, max_size, max_uniques, bound16, size, per_vertex, starts, None, marks)
+        _clear_entries(per_vertex, tris, 1, -1)
+    elif kind == 1:
+        out = predict_lookback_dx(tris, max_size, max_uniques, bound16, per_vertex, starts, None, marks)
+        _clear_entries(per_vertex, tris, 4, -1)
+    elif kind == 2:
+        out = predict_fifo(tris, max_size, max_uniques, bound16, size, per_vertex, starts, None, marks)
+        _clear_entries(per_vertex, tris, 1, -1)
+    elif kind == 3:
+        out = predict_lru(tris, max_size, max_uniques, bound16, size, per_vertex, slot_vertex, slot_b, slot_c,
+                          starts, None, marks)
+        _clear_entries(per_vertex, tris, 1, -1)
+    else:
+        out = predict_direct(tris, max_size, max_uniques, bound16, size, slot_vertex, slot_b, seen, starts, None,
+                             marks)
+        slot_vertex[:] = -1
+        slot_b[:] = -1
+        _clear_entries(seen, tris, 1, 0)
+    return out
+
+
 def run_kernel(profile, tris, vertex_count: int, starts: np.ndarray, shaded: np.ndarray,
-               marks: np.ndarray | None = None, memory: tuple | None = None):
+               marks: np.ndarray | None = None):
     """Run the kernel of ``profile``'s memory kind: ``(invocations, batches, referenced)``.
 
     ``starts`` (length ``T + 1`` or 0) receives the first triangle of every batch, ``shaded``
     (length ``vertex_count`` or 0) the invocations of every vertex, ``marks`` (uint8, length
     ``T``; the order-dependent kinds only) every triangle's miss mask, bit ``i`` set when its
     corner ``i`` was shaded.  ``referenced`` is the number of distinct vertices the buffer
-    references (read off the per-vertex state; -1 with ``memory``).  ``memory``: arrays of
-    :func:`kernel_memory` to run in instead of new ones (the order-dependent kinds), for many
-    short runs over a large vertex buffer.
+    references (read off the per-vertex state).
     """
     kind = profile.memory
     if kind in MEMORY_KERNEL_KINDS:
         counts = shaded if shaded.shape[0] else None
-        if memory is not None:
-            inv, batches = _run_memory_kernel(profile, tris, memory, starts, counts, marks)
-            _clear_memory(kind, memory, tris)
-            return inv, batches, -1
         memory = kernel_memory(profile, vertex_count, tris.shape[0])
         inv, batches = _run_memory_kernel(profile, tris, memory, starts, counts, marks)
         return inv, batches, _referenced(kind, memory)

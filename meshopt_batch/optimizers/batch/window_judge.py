@@ -29,6 +29,10 @@ the current order and a simulation of the changed part only:
 
 So each answer equals :func:`~meshopt_batch.reuse.predict` of the whole changed, renumbered
 buffer (the tests compare them on random windows), at the cost of a few batches per profile.
+Each profile's answer is one compiled call (:func:`_batched_trial`, :func:`_fifo_trial`,
+:func:`_segments_trial` over :func:`~meshopt_batch.reuse_kernels.run_short`) into buffers the
+run keeps, read back only when the change is accepted: the Python between the kernels, not
+the kernels, was most of a trial's time (bunny: 590 -> 200 us per trial of five profiles).
 
 References
 ----------
@@ -42,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ...profiles import Profile
-from ...reuse_kernels import MEMORY_KERNEL_KINDS, kernel_memory, run_kernel
+from ...reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel, run_short, short_run_kernel, short_run_memory
 from ...vertex_fetch import first_use_labels
 
 __all__ = ["WindowJudge"]
@@ -164,23 +168,142 @@ def _fifo_agreement(new_marks, old_marks, offset, since, capacity):
     return -1
 
 
+@njit(cache=True)
+def _fill_changed(order, window, start, stop, label, lo, hi, out):
+    """Triangles ``[lo, hi)`` of the order with ``[start, stop)`` replaced by ``window``, in
+    the numbers ``label``, into ``out``."""
+    for t in range(lo, hi):
+        source = window[t - start] if start <= t < stop else order[t]
+        for i in range(3):
+            out[t - lo, i] = label[source[i]]
+
+
+@njit(cache=True)
+def _misses(marks, lo, hi):
+    """Vertices shaded by triangles ``[lo, hi)`` of a run's miss masks."""
+    count = 0
+    for t in range(lo, hi):
+        m = marks[t]
+        count += (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1)
+    return count
+
+
+@njit(cache=True)
+def _batched_trial(kernel, memory, order, window, start, stop, label, need, span, batch_starts, is_start, before,
+                   tris, marks, starts):
+    """The changed order simulated from the last batch start before ``start``, doubling the
+    stretch until it starts a batch at or after ``need`` where the current run starts one too:
+    ``(change in invocations, first triangle simulated, that shared batch start, batches
+    before it, triangles simulated)``; the stretch's masks and batch starts (relative) are
+    left in ``marks`` and ``starts``."""
+    n = order.shape[0]
+    k = np.searchsorted(batch_starts, start) - 1
+    lo = batch_starts[max(k, 0)]
+    hi = min(n, need + span)
+    filled = lo
+    cost = 0
+    while True:
+        _fill_changed(order, window, start, stop, label, filled, hi, tris[filled - lo:])
+        filled = hi
+        batches = run_short(kernel, memory, tris[:hi - lo], starts, marks)[1]
+        cost += hi - lo
+        sync = -1
+        kept = batches
+        for b in range(1, batches):
+            s = starts[b] + lo
+            if s >= need and is_start[s]:
+                sync, kept = s, b
+                break
+        if sync < 0 and hi < n:
+            hi = min(n, lo + 2 * (hi - lo))
+            continue
+        if sync < 0:
+            sync = n
+        delta = _misses(marks, 0, sync - lo) - (before[sync] - before[lo])
+        return delta, lo, sync, kept, cost
+
+
+@njit(cache=True)
+def _fifo_trial(kernel, memory, order, window, start, stop, label, run_marks, before, capacity, tris, marks, starts):
+    """A global FIFO from its content at ``start`` (replayed first), doubling the stretch until
+    both runs have shaded the same vertices at the same triangles ``capacity`` times in a row:
+    ``(change in invocations, triangles replayed, where the runs agree again, triangles
+    simulated)``; the masks are left in ``marks`` after the replayed ones."""
+    n = order.shape[0]
+    lead = _fifo_content(order, run_marks, start, capacity)
+    replayed = lead.shape[0]
+    for t in range(replayed):
+        for i in range(3):
+            tris[t, i] = label[lead[t, i]]
+    hi = min(n, stop + 3 * capacity)
+    filled = start
+    cost = 0
+    while True:
+        _fill_changed(order, window, start, stop, label, filled, hi, tris[replayed + filled - start:])
+        filled = hi
+        run_short(kernel, memory, tris[:replayed + hi - start], starts, marks)
+        cost += hi - start
+        sync = _fifo_agreement(marks[replayed:replayed + hi - start], run_marks, start, stop - start, capacity)
+        if sync < 0 and hi < n:
+            hi = min(n, start + 2 * (hi - start))
+            continue
+        sync = n if sync < 0 else start + sync
+        delta = _misses(marks, replayed, replayed + sync - start) - (before[sync] - before[start])
+        return delta, replayed, sync, cost
+
+
+@njit(cache=True)
+def _segments_trial(kernel, memory, order, window, start, stop, label, fresh, indptr, positions, length, before,
+                    tris, marks, starts, spans):
+    """Fixed batches of ``length`` triangles that see vertex numbers: the segments the window
+    overlaps and the later ones that use a renumbered vertex (``fresh``), simulated one after
+    another: ``(change in invocations, segments, triangles simulated)``; the segments are left
+    in ``spans`` and their masks, one after another, in ``marks``."""
+    n = order.shape[0]
+    first, last = start // length, (stop - 1) // length
+    later = _segments_using(fresh, (last + 1) * length, indptr, positions, length)
+    spans[0, 0], spans[0, 1] = first * length, min(n, (last + 1) * length)
+    for j in range(later.shape[0]):
+        spans[j + 1, 0], spans[j + 1, 1] = later[j] * length, min(n, (later[j] + 1) * length)
+    count = later.shape[0] + 1
+    offset = 0
+    before_total = 0
+    for j in range(count):
+        a, b = spans[j, 0], spans[j, 1]
+        _fill_changed(order, window, start, stop, label, a, b, tris[offset:])
+        offset += b - a
+        before_total += before[b] - before[a]
+    run_short(kernel, memory, tris[:offset], starts, marks)
+    return _misses(marks, 0, offset) - before_total, count, offset
+
+
 class _Run:
     """One profile's run of the current order: every triangle's miss mask, where batches
-    start, and invocations before every triangle."""
+    start, invocations before every triangle, and how a change is simulated (``way``: see
+    :meth:`WindowJudge._way`) with the buffers for it."""
 
-    def __init__(self, profile: Profile, labelled: np.ndarray, vertex_count: int):
+    def __init__(self, profile: Profile, labelled: np.ndarray, vertex_count: int, way: str):
         self.profile = profile
-        self.marks = np.zeros(labelled.shape[0], np.uint8)
-        starts = np.zeros(labelled.shape[0] + 1, np.int64)
+        self.way = way
+        n = labelled.shape[0]
+        self.marks = np.zeros(n, np.uint8)
+        starts = np.zeros(n + 1, np.int64)
         self.total, batches, _ = run_kernel(profile, labelled, vertex_count, starts, _NONE, self.marks)
-        self.is_start = np.zeros(labelled.shape[0] + 1, bool)
+        self.is_start = np.zeros(n + 1, bool)
         self.is_start[starts[:batches]] = True
         self.is_start[-1] = True
         self.before = np.concatenate(([0], np.cumsum(_POPCOUNT[self.marks])))
         self.batch_starts = np.flatnonzero(self.is_start)
-        # a run is at most the whole order and a FIFO's replayed content
-        self.memory = (kernel_memory(profile, vertex_count, labelled.shape[0] + profile.memory_size)
-                       if profile.memory in MEMORY_KERNEL_KINDS else None)
+        self.change = None
+        if profile.memory in MEMORY_KERNEL_KINDS and way != "whole":
+            # a trial's stretch is at most the whole order and a FIFO's replayed content
+            rows = n + profile.memory_size // 3 + 2
+            self.kernel = short_run_kernel(profile)
+            self.memory = short_run_memory(profile, vertex_count, rows)
+            self.tris = np.zeros((rows, 3), labelled.dtype)
+            self.trial_marks = np.zeros(rows, np.uint8)
+            self.trial_starts = np.zeros(rows + 1, np.int64)
+            self.spans = np.zeros((n // max((profile.max_size + 1) // 3, 1) + 2, 2), np.int64)
 
     def between(self, lo: int, hi: int) -> int:
         """Invocations of triangles ``[lo, hi)``."""
@@ -201,6 +324,26 @@ class _Run:
             self.marks[lo:hi] = marks
             self.before[lo + 1:hi + 1] = self.before[lo] + np.cumsum(_POPCOUNT[marks])
             self.before[hi + 1:] += delta
+
+    def take_change(self) -> None:
+        """Make the last trial's change (:attr:`change`) this run's."""
+        if self.change is None:
+            return
+        way, *where = self.change
+        if way == "batched":
+            lo, sync, kept = where
+            self.replace([(lo, self.trial_marks[:sync - lo].copy())], self.trial_starts[:kept] + lo)
+        elif way == "fifo":
+            replayed, start, sync = where
+            self.replace([(start, self.trial_marks[replayed:replayed + sync - start].copy())], None)
+        elif way == "segments":
+            pieces, offset = [], 0
+            for lo, hi in self.spans[:where[0]]:
+                pieces.append((int(lo), self.trial_marks[offset:offset + hi - lo].copy()))
+                offset += hi - lo
+            self.replace(pieces, None)
+        else:
+            self.replace(*where)
 
 
 class WindowJudge:
@@ -236,10 +379,9 @@ class WindowJudge:
         self._indptr, self._positions = _occurrences(self.order, self.vertex_count)
         self._cursor = np.zeros(self.vertex_count, np.int64)
         labelled = self._label[self.order]
-        self._runs = [_Run(p, labelled, self.vertex_count) for p in self.profiles]
+        self._runs = [_Run(p, labelled, self.vertex_count, self._way(p)) for p in self.profiles]
         self.invocations = np.array([r.total for r in self._runs], np.int64)
         self._pending = None
-        self._region = None
         self.simulated = 0
 
     def _way(self, profile: Profile) -> str:
@@ -260,44 +402,57 @@ class WindowJudge:
         (the same triangles in another order; corners may rotate), and the triangles
         simulated (the mean over profiles).  :meth:`accept` then makes it the order."""
         self._forget()
-        self._region = None
         window = np.array(window, np.int64)  # a copy: the caller may pass a view of the order
         fresh, reach = _renumber_window(window, start, self._indptr, self._positions, self._label,
                                         self._trial_label)
-        changes = []
-        self._pending = (start, stop, window, fresh, changes)
+        self._pending = (start, stop, window, fresh)
         out = np.empty(len(self._runs), np.int64)
         simulated = 0
+        label, order = self._trial_label, self.order
         for k, run in enumerate(self._runs):
-            way = self._way(run.profile)
+            way = run.way
+            run.change = None
             if way == "constant":
-                out[k], change, cost = run.total, None, 0
-            elif way == "segments":
-                out[k], change, cost = self._segments(run, start, stop, window, fresh)
+                out[k] = run.total
+                continue
+            if way == "segments":
+                delta, count, cost = _segments_trial(
+                    run.kernel, run.memory, order, window, start, stop, label, fresh, self._indptr, self._positions,
+                    (run.profile.max_size + 1) // 3, run.before, run.tris, run.trial_marks, run.trial_starts,
+                    run.spans)
+                run.change = ("segments", count)
             elif way in ("batched", "batched_numbers"):
                 need = max(stop, reach + 1) if way == "batched_numbers" else stop
-                out[k], change, cost = self._batched(run, start, stop, window, need)
+                span = 2 * max(run.profile.max_size // 3, run.profile.max_uniques // 3, 1)
+                delta, lo, sync, kept, cost = _batched_trial(
+                    run.kernel, run.memory, order, window, start, stop, label, need, span, run.batch_starts,
+                    run.is_start, run.before, run.tris, run.trial_marks, run.trial_starts)
+                run.change = ("batched", lo, sync, kept)
             elif way == "fifo":
-                out[k], change, cost = self._fifo(run, start, stop, window)
+                delta, replayed, sync, cost = _fifo_trial(
+                    run.kernel, run.memory, order, window, start, stop, label, run.marks, run.before,
+                    run.profile.memory_size, run.tris, run.trial_marks, run.trial_starts)
+                run.change = ("fifo", replayed, start, sync)
             else:
-                out[k], change, cost = self._whole(run, start, stop, window)
-            changes.append((change, int(out[k])))
+                delta, change, cost = self._whole(run, start, stop, window)
+                run.change = ("whole", *change)
+            out[k] = run.total + delta
             simulated += cost
         simulated //= max(len(self._runs), 1)
         self.simulated += simulated
+        self._pending += (out,)
         return out, simulated
 
     def accept(self) -> None:
         """Make the last trial's order the current one."""
-        start, stop, window, fresh, changes = self._pending
+        start, stop, window, fresh, out = self._pending
         self.order[start:stop] = window
         self._label[fresh] = self._trial_label[fresh]
         _move_positions(window, start, self._indptr, self._positions, self._cursor)
-        for run, (change, total) in zip(self._runs, changes, strict=True):
-            if change is not None:
-                run.replace(*change)
-            run.total = total
-        self.invocations = np.array([r.total for r in self._runs], np.int64)
+        for run, total in zip(self._runs, out, strict=True):
+            run.take_change()
+            run.total = int(total)
+        self.invocations = out.copy()
         self._pending = None
 
     def _forget(self) -> None:
@@ -306,96 +461,12 @@ class WindowJudge:
             self._trial_label[fresh] = self._label[fresh]
             self._pending = None
 
-    def _changed(self, lo: int, hi: int, start: int, stop: int, window: np.ndarray) -> np.ndarray:
-        """Triangles ``[lo, hi)`` of the changed order (``lo <= start``, ``hi >= stop``), in its
-        first-use numbers (kept for the trial, so the profiles share one copy)."""
-        have = self._region
-        if have is None or lo < have[0] or hi > have[1]:
-            a, b = (lo, hi) if have is None else (min(lo, have[0]), max(hi, have[1]))
-            have = self._region = (a, b, self._trial_label[np.concatenate((self.order[a:start], window,
-                                                                            self.order[stop:b]))])
-        return have[2][lo - have[0]:hi - have[0]]
-
-    def _simulate(self, run: _Run, tris: np.ndarray):
-        marks = np.zeros(tris.shape[0], np.uint8)
-        starts = np.zeros(tris.shape[0] + 1, np.int64)
-        invocations, batches, _ = run_kernel(run.profile, tris, self.vertex_count, starts, _NONE, marks, run.memory)
-        return marks, starts[:batches], invocations
-
-    def _until_runs_agree(self, run: _Run, lo: int, hi: int, simulate, agree):
-        """Simulate the changed order from triangle ``lo`` (``simulate(hi)`` -> the miss masks
-        and batch starts of ``[lo, hi)``), doubling ``hi`` until ``agree(marks, starts)`` names
-        the triangle from which both runs are alike (or the end): ``(invocations, change,
-        triangles simulated)``."""
-        n = self.order.shape[0]
-        cost = 0
-        while True:
-            marks, starts = simulate(hi)
-            cost += hi - lo
-            sync = agree(marks, starts)
-            if sync is None and hi < n:
-                hi = min(n, lo + 2 * (hi - lo))
-                continue
-            sync = n if sync is None else sync
-            kept = marks[:sync - lo]
-            inv = run.total - run.between(lo, sync) + int(_POPCOUNT[kept].sum())
-            return inv, ([(lo, kept)], None if starts is None else starts[starts < sync]), cost
-
-    def _batched(self, run: _Run, start, stop, window, need):
-        """From the last batch start before the window to the first batch start at or after
-        ``need`` that both runs share."""
-        lo = int(run.batch_starts[max(np.searchsorted(run.batch_starts, start) - 1, 0)])
-        span = 2 * max(run.profile.max_size // 3, run.profile.max_uniques // 3, 1)
-
-        def simulate(hi):
-            marks, starts, _ = self._simulate(run, self._changed(lo, hi, start, stop, window))
-            return marks, starts + lo
-
-        def agree(marks, starts):
-            common = starts[(starts >= need) & run.is_start[starts]]
-            return int(common[0]) if common.shape[0] and common[0] > lo else None
-
-        return self._until_runs_agree(run, lo, min(self.order.shape[0], need + span), simulate, agree)
-
-    def _segments(self, run: _Run, start, stop, window, fresh):
-        """Fixed batches (llvmpipe's segments) that see vertex numbers: the segments the window
-        overlaps, and the later ones that use a vertex the change renumbered."""
-        n = self.order.shape[0]
-        length = (run.profile.max_size + 1) // 3
-        first, last = start // length, (stop - 1) // length
-        later = _segments_using(fresh, (last + 1) * length, self._indptr, self._positions, length)
-        spans = [(first * length, min(n, (last + 1) * length))] + [(k * length, min(n, (k + 1) * length))
-                                                                 for k in later]
-        parts = [self._changed(*spans[0], start, stop, window)] + [self._trial_label[self.order[a:b]]
-                                                                   for a, b in spans[1:]]
-        marks = self._simulate(run, np.concatenate(parts))[0]
-        inv = run.total
-        pieces = []
-        offset = 0
-        for a, b in spans:
-            piece = marks[offset:offset + b - a]
-            inv += int(_POPCOUNT[piece].sum()) - run.between(a, b)
-            pieces.append((a, piece))
-            offset += b - a
-        return inv, (pieces, None), offset
-
-    def _fifo(self, run: _Run, start, stop, window):
-        """A global FIFO: from its content at the window to the triangle after which both runs
-        have shaded the same vertices ``capacity`` times in a row."""
-        capacity = run.profile.memory_size
-        lead = self._label[_fifo_content(self.order, run.marks, start, capacity)]
-
-        def simulate(hi):
-            tris = np.concatenate((lead, self._changed(start, hi, start, stop, window)))
-            return self._simulate(run, tris)[0][lead.shape[0]:], None
-
-        def agree(marks, _):
-            sync = _fifo_agreement(marks, run.marks, start, stop - start, capacity)
-            return start + sync if sync >= 0 else None
-
-        return self._until_runs_agree(run, start, min(self.order.shape[0], stop + 3 * capacity), simulate, agree)
-
     def _whole(self, run: _Run, start, stop, window):
+        """Any other rule: the whole changed order, simulated from the start."""
         n = self.order.shape[0]
-        marks, starts, invocations = self._simulate(run, self._changed(0, n, start, stop, window))
-        return int(invocations), ([(0, marks)], starts), n
+        tris = np.empty((n, 3), self._label.dtype)
+        _fill_changed(self.order, window, start, stop, self._trial_label, 0, n, tris)
+        marks = np.zeros(n, np.uint8)
+        starts = np.zeros(n + 1, np.int64)
+        invocations, batches, _ = run_kernel(run.profile, tris, self.vertex_count, starts, _NONE, marks)
+        return int(invocations) - run.total, ([(0, marks)], starts[:batches]), n
