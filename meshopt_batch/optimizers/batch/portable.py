@@ -322,9 +322,11 @@ def _window_objective(reference: np.ndarray):
     """The window search's objective: the sum of the ratios to meshoptimizer's order over the
     profiles plus :data:`WORST_WEIGHT` times the largest (so a change that lowers the mean by
     raising the worst profile must lower the mean by more)."""
+    reference = reference.tolist()
+
     def objective(invocations: np.ndarray) -> float:
-        ratios = invocations / reference
-        return float(np.sum(ratios) + WORST_WEIGHT * np.max(ratios))
+        ratios = [a / b for a, b in zip(invocations.tolist(), reference, strict=True)]
+        return sum(ratios) + WORST_WEIGHT * max(ratios)
     return objective
 
 
