@@ -280,7 +280,7 @@ def _segments_trial(kernel, memory, order, window, start, stop, label, fresh, in
 class _Run:
     """One profile's run of the current order: every triangle's miss mask, where batches
     start, invocations before every triangle, and how a change is simulated (``way``: see
-    :meth:`WindowJudge._way`) with the buffers for it."""
+    :meth:`WindowJudge._way`) with the buffers a trial leaves its masks and batch starts in."""
 
     def __init__(self, profile: Profile, labelled: np.ndarray, vertex_count: int, way: str):
         self.profile = profile
@@ -300,7 +300,6 @@ class _Run:
             rows = n + profile.memory_size // 3 + 2
             self.kernel = short_run_kernel(profile)
             self.memory = short_run_memory(profile, vertex_count, rows)
-            self.tris = np.zeros((rows, 3), labelled.dtype)
             self.trial_marks = np.zeros(rows, np.uint8)
             self.trial_starts = np.zeros(rows + 1, np.int64)
             self.spans = np.zeros((n // max((profile.max_size + 1) // 3, 1) + 2, 2), np.int64)
@@ -380,6 +379,9 @@ class WindowJudge:
         self._cursor = np.zeros(self.vertex_count, np.int64)
         labelled = self._label[self.order]
         self._runs = [_Run(p, labelled, self.vertex_count, self._way(p)) for p in self.profiles]
+        # the changed stretch in first-use numbers, one profile at a time
+        self._tris = np.zeros((labelled.shape[0] + max((p.memory_size for p in self.profiles), default=0) // 3 + 2, 3),
+                              labelled.dtype)
         self.invocations = np.array([r.total for r in self._runs], np.int64)
         self._pending = None
         self.simulated = 0
@@ -418,7 +420,7 @@ class WindowJudge:
             if way == "segments":
                 delta, count, cost = _segments_trial(
                     run.kernel, run.memory, order, window, start, stop, label, fresh, self._indptr, self._positions,
-                    (run.profile.max_size + 1) // 3, run.before, run.tris, run.trial_marks, run.trial_starts,
+                    (run.profile.max_size + 1) // 3, run.before, self._tris, run.trial_marks, run.trial_starts,
                     run.spans)
                 run.change = ("segments", count)
             elif way in ("batched", "batched_numbers"):
@@ -426,12 +428,12 @@ class WindowJudge:
                 span = 2 * max(run.profile.max_size // 3, run.profile.max_uniques // 3, 1)
                 delta, lo, sync, kept, cost = _batched_trial(
                     run.kernel, run.memory, order, window, start, stop, label, need, span, run.batch_starts,
-                    run.is_start, run.before, run.tris, run.trial_marks, run.trial_starts)
+                    run.is_start, run.before, self._tris, run.trial_marks, run.trial_starts)
                 run.change = ("batched", lo, sync, kept)
             elif way == "fifo":
                 delta, replayed, sync, cost = _fifo_trial(
                     run.kernel, run.memory, order, window, start, stop, label, run.marks, run.before,
-                    run.profile.memory_size, run.tris, run.trial_marks, run.trial_starts)
+                    run.profile.memory_size, self._tris, run.trial_marks, run.trial_starts)
                 run.change = ("fifo", replayed, start, sync)
             else:
                 delta, change, cost = self._whole(run, start, stop, window)
