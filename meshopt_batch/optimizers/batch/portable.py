@@ -389,7 +389,7 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
         As :func:`~.optimizer.optimize_batch`, for every batch candidate.
     window_work : int, keyword-only
         Triangles the window search may simulate (:data:`WINDOW_WORK`; more is better and slower
-        until the search converges: at the default bunny's order is done in 8 s on a 2-core VM,
+        until the search converges: at the default bunny's order is done in about 5 s on a 2-core VM,
         mean ratio 0.974, worst 0.987; 0 turns it off).  ``optimize --effort M`` is M million.
 
     Returns
