@@ -499,7 +499,8 @@ def short_run_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
 @njit(cache=True)
 def run_short(kernel, memory, tris, starts, marks):
     """Run one kernel (:func:`short_run_kernel`) over ``tris`` in ``memory``
-    (:func:`short_run_memory`) and leave the memory as it found it: ``(invocations, batches)``;
+    (:func:`short_run_memory`) and leave its per-vertex state and table as it found them (an
+    LRU's slot lists are rebuilt by every run): ``(invocations, batches)``;
     ``starts`` (at least ``T + 1`` long) and ``marks`` (``T``) as :func:`run_kernel`'s.  For many
     short runs over a large vertex buffer (the window judge), with no Python between them."""
     kind, max_size, max_uniques, bound16, size = kernel
