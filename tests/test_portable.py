@@ -419,3 +419,62 @@ def test_codec_bits_ignores_vertex_numbers():
     perm = np.random.default_rng(1).permutation(mesh.vertex_count)
     assert codec_bits(tris) == codec_bits(perm[tris], mesh.vertex_count)
     assert codec_bits(_reference(tris, mesh.vertex_count)).raw < codec_bits(tris).raw
+
+
+def test_numbering_in_blocks_leaves_the_other_gpus_exactly_as_they_were():
+    from meshopt_batch.optimizers.batch.boundary16 import mixed_batches, number_in_blocks
+    from meshopt_batch.reuse_kernels import run_kernel
+
+    mesh = meshes.grid(300)                       # 90,601 vertices: two 2^16 blocks
+    numbered = _reference(mesh.triangles, mesh.vertex_count)
+    target = get_target("portable")
+    profiles = target.evaluation_profiles(mesh.vertex_count)
+    free = np.full(numbered.shape[0], 7, np.uint8)
+    for p in profiles:
+        if not p.boundary_16bit:
+            marks = np.zeros(numbered.shape[0], np.uint8)
+            run_kernel(p, numbered, mesh.vertex_count, np.zeros(numbered.shape[0] + 1, np.int64),
+                       np.zeros(0, np.int64), marks)
+            free &= marks
+    out, remap = number_in_blocks(numbered, mesh.vertex_count, free)
+    assert np.array_equal(remap[out], numbered)                       # the same triangles, in order
+    assert np.array_equal(np.unique(remap), np.arange(mesh.vertex_count))
+    copies = remap.shape[0] - mesh.vertex_count
+    assert 0 < copies < mesh.vertex_count // 20
+    before, after = judged(numbered, mesh.vertex_count, target), judged(out, remap.shape[0], target)
+    for p, a, b in zip(profiles, after, before, strict=True):
+        assert (a < b) if p.boundary_16bit else (a == b or p.memory == "direct"), p.name
+    assert mixed_batches(out, remap.shape[0]) < mixed_batches(numbered, mesh.vertex_count) // 10
+    # no copy allowed: the same numbers as first use gives
+    same, ident = number_in_blocks(numbered, mesh.vertex_count, np.zeros(numbered.shape[0], np.uint8))
+    assert np.array_equal(same, numbered) and np.array_equal(ident, np.arange(mesh.vertex_count))
+
+
+def test_portable_past_two_to_the_sixteen_vertices_tries_meshoptimizers_order_in_blocks():
+    mesh = meshes.grid(370)                       # 273,800 triangles: above LARGE, no batch candidate
+    target = get_target("portable")
+    res = optimize_for_target(mesh.triangles, mesh.vertex_count, target=target)
+    ref = judged(_reference(mesh.triangles, mesh.vertex_count), mesh.vertex_count, target)
+    blocks = list(res.stats["candidates"]["meshoptimizer in blocks"]["invocations"].values())
+    names = [p.name for p in target.evaluation_profiles(mesh.vertex_count)]
+    for name, a, b in zip(names, blocks, ref, strict=True):
+        assert (a < b) if name.endswith("+16bit") else (a == b or name == "llvmpipe"), name
+    assert set(res.stats["candidates"]) == {"meshoptimizer", "meshoptimizer in blocks"}
+    source = np.asarray(res.vertex_remap, np.int64)
+    assert np.array_equal(_corner_sets(source[np.asarray(res.triangles, np.int64)]), _corner_sets(mesh.triangles))
+    got = judged(res.triangles, len(source), target)
+    assert all(a <= b for a, b in zip(got, ref, strict=True))
+
+
+def test_portable_numbers_bunny_sub2_in_blocks():
+    path = meshes.shared_mesh_path("bunny_sub2")
+    if path is None:
+        pytest.skip("../shared/meshes/bunny_sub2.ply is not here")
+    mesh = load_mesh(path)
+    target = get_target("portable")
+    res = optimize_for_target(mesh.triangles, mesh.vertex_count, target=target)
+    assert res.stats["candidate"] == "meshoptimizer in blocks"
+    got = judged(res.triangles, len(res.vertex_remap), target)
+    ref = judged(_reference(mesh.triangles, mesh.vertex_count), mesh.vertex_count, target)
+    assert all(a <= b for a, b in zip(got, ref, strict=True))
+    assert got[0] < 0.9 * ref[0] and got[2:4] == ref[2:4]   # NVIDIA; AMD and Intel exactly as they were

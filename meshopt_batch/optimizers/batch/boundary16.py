@@ -24,6 +24,11 @@ Choices made here (the paper gives the idea, not the bookkeeping):
   result's ASR under the plain profile is unchanged and under the ``+16bit`` model it equals
   the plain one.  Every appended vertex is an exact copy of one original vertex; the returned
   remap says which.
+
+The copies are new vertices to every other GPU's cache, so a target of several GPUs needs a
+numbering that costs them nothing (:func:`number_in_blocks`): vertices numbered in first-use
+order block after block, a vertex from an earlier block copied into the current one only at a
+corner where every other profile shades it anyway.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from ...profiles import Profile, get_profile
 from ...reuse import as_index_array, predict
 from ..renumber import renumber_first_use
 
-__all__ = ["fix_16bit_boundaries", "mixed_batches"]
+__all__ = ["fix_16bit_boundaries", "mixed_batches", "number_in_blocks"]
 
 BLOCK_SHIFT = 16
 
@@ -194,3 +199,81 @@ def mixed_batches(triangles, vertex_count: int | None = None, profile="nvidia_gl
     lo = np.minimum.reduceat(blocks.min(axis=1), starts)
     hi = np.maximum.reduceat(blocks.max(axis=1), starts)
     return int(np.count_nonzero(lo != hi))
+
+
+@njit(cache=True)
+def _number_in_blocks(tris, vertex_count, free, block, out, remap):
+    """First-use numbering block after block (see :func:`number_in_blocks`); the new vertex count."""
+    latest = np.full(vertex_count, -1, np.int64)
+    count = 0
+    base = 0
+    for t in range(tris.shape[0]):
+        for _ in range(2):   # the triangle's new numbers in this block, else in the next
+            need = 0
+            for i in range(3):
+                v = tris[t, i]
+                repeat = False
+                for j in range(i):
+                    repeat |= tris[t, j] == v
+                if not repeat and (latest[v] < 0 or (latest[v] < base and free[t] & (1 << i))):
+                    need += 1
+            if count + need <= base + block:
+                break
+            while count < base + block:   # the block's last few numbers: copies nothing references
+                remap[count] = remap[count - 1]
+                count += 1
+            base += block
+        for i in range(3):
+            v = tris[t, i]
+            if latest[v] < 0 or (latest[v] < base and free[t] & (1 << i)):
+                latest[v] = count
+                remap[count] = v
+                count += 1
+            out[t, i] = latest[v]
+    return count
+
+
+def number_in_blocks(triangles, vertex_count: int, free: np.ndarray):
+    """Number the vertices in first-use order in 2^16 blocks, copying a vertex into a later
+    block only where ``free`` allows: NVIDIA's block rule without costing other GPUs.
+
+    The order is kept.  Each vertex is numbered at its first use in the current block; once a
+    triangle's new numbers would not fit, the block is closed (its last numbers, at most two,
+    become unreferenced copies) and the next one begins.  A vertex numbered in an earlier block
+    keeps that number unless the corner is ``free``, where it gets a copy in the current block.
+    When ``free`` marks the corners that every other profile shades (their miss masks of this
+    order, ANDed), those profiles predict exactly what they did: a copy first appears where the
+    original would have been shaded again, and every later reference that reused the original
+    reuses the copy.  NVIDIA's batches then stay in one block except near the blocks' ends
+    (paper 001 sec. 3.3-4: a batch that switches block loses its look-back).
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        Index buffer.
+    vertex_count : int
+        Vertex buffer size.
+    free : (T,) uint8 array
+        Bit ``i`` of ``free[t]`` allows a copy at corner ``i`` of triangle ``t``.
+
+    Returns
+    -------
+    triangles : (T, 3) int64 ndarray
+        The order with the new numbers.
+    vertex_remap : (V',) int64 ndarray
+        ``new vertex -> vertex of the input``.
+
+    References
+    ----------
+    Kerbl, B. et al. (2018).  Revisiting the Vertex Cache.  Proc. ACM Comput. Graph. Interact.
+    Tech. 1(2) (paper 001: sec. 3.3, the 2^16 block rule; sec. 4, its fix by copies).
+    """
+    tris, vcount = as_index_array(triangles, vertex_count)
+    tris = np.ascontiguousarray(tris, dtype=np.int64)
+    free = np.ascontiguousarray(free, dtype=np.uint8)
+    if free.shape != (tris.shape[0],):
+        raise ValueError(f"number_in_blocks: free has shape {free.shape}, expected ({tris.shape[0]},)")
+    out = np.empty_like(tris)
+    remap = np.empty(vcount + 3 * tris.shape[0] + (1 << BLOCK_SHIFT), np.int64)
+    count = _number_in_blocks(tris, vcount, free, 1 << BLOCK_SHIFT, out, remap)
+    return out, remap[:count].copy()

@@ -36,9 +36,9 @@ strictest batch rule as primary (NVIDIA's 32 vertices / 96 indices) or the next 
 and its own ``k_v``, ``k_n`` and weights: finishing vertices off (a larger ``-k_v``) keeps the
 sweep of batches closed, which a global FIFO like Intel's rewards.  Above :data:`LARGE`
 triangles only the first variant is made, without ``D`` and without tracking llvmpipe, for
-speed.  :data:`VARIANTS` and :data:`AUX_WEIGHTS` were tuned on bunny, armadillo_86k, the
-procedural torus and BrainStem's primitives 25 and 42, and are reported on the other shared
-meshes and glTF primitives (``benchmarks/bench_portable.py``).
+speed (and none past 2^16 vertices: see below).  :data:`VARIANTS` and :data:`AUX_WEIGHTS` were
+tuned on bunny, armadillo_86k, the procedural torus and BrainStem's primitives 25 and 42, and
+are reported on the other shared meshes and glTF primitives (``benchmarks/bench_portable.py``).
 
 Where the input predicts fewer invocations on some profile than every candidate (an input in
 rows is about as good as it gets for Intel's long FIFO), the order made for that profile alone
@@ -63,7 +63,16 @@ the caps.
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
 boundary fix's numbering (paper 001 sec. 4) and NVIDIA's profiles are judged with the 2^16
-block rule (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`).
+block rule (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`).  The fix's copies are
+new vertices to the other GPUs' caches, so there every candidate numbered by first use is also
+tried numbered in blocks (:func:`.boundary16.number_in_blocks`): a vertex is copied into the
+next 2^16 block only where every profile without the block rule shades it anyway, which leaves
+AMD and Intel exactly as they were and takes NVIDIA's batches out of the block switches (on
+bunny_sub2, meshoptimizer's order so numbered is 0.839x its first-use numbering on NVIDIA,
+equal on AMD and Intel, 0.996x on llvmpipe, with 30,145 copies: 5 % more vertices).  Above
+:data:`LARGE` triangles past 2^16 vertices no batch candidate is made: the faster variant with
+its fix was 1.024-1.033x meshoptimizer's order on AMD, Intel and llvmpipe on bunny_sub2 (and
+1.003-1.013x without the fix), and took most of the time.
 
 References
 ----------
@@ -88,10 +97,12 @@ from numba import njit
 from ...errors import MeshoptBatchError
 from ...index_codec import codec_bits
 from ...reuse import as_index_array, predict
+from ...reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel
 from ...targets import Target
 from ...vertex_fetch import number_by_first_use
 from ..meshoptimizer_peer import optimize_vertex_cache
 from ..result import OptimizeResult
+from .boundary16 import number_in_blocks
 from .optimizer import optimize_batch
 from .window_judge import WindowJudge
 from .window_search import refine_in_windows
@@ -111,10 +122,12 @@ VARIANTS = (
     (1, {"k_v": -8, "k_n": 4}, {}),
     (1, {"k_v": -8}, {"fifo": 768}),
 )
+_NO_COUNTS = np.zeros(0, np.int64)
 #: A candidate's index-codec size may exceed meshoptimizer's order's by this factor.
 CODEC_SLACK = 1.03
 #: Above this many triangles only the first candidate is made, without the ``D`` term (the
-#: faster variant of paper 001 sec. 4), so the whole stays within 10x meshoptimizer's time.
+#: faster variant of paper 001 sec. 4), so the whole stays within 10x meshoptimizer's time;
+#: past 2^16 vertices none (meshoptimizer's order numbered in blocks instead).
 LARGE = 1 << 18
 #: Window lengths (triangles) of the window search from the chosen order: a few batches of
 #: every rule (the last three added with the window judge, tuned on bunny, armadillo_86k and the
@@ -185,6 +198,26 @@ def _numbered(tris, remap, vcount):
     if remap is not None:
         return tris, remap
     return number_by_first_use(tris, vcount)
+
+
+def _in_blocks(pool: _Pool, name: str) -> None:
+    """Add the candidate ``name`` numbered in 2^16 blocks (:func:`.boundary16.number_in_blocks`),
+    copying a vertex only at corners that every profile without the block rule shades anyway
+    (their miss masks of the candidate), so those profiles predict what they did and NVIDIA's
+    batches stay in one block; kept where it predicts fewer invocations somewhere."""
+    numbered, source = pool.judged[name][:2]
+    count = source.shape[0]
+    free = np.full(numbered.shape[0], 7, np.uint8)
+    for profile in pool.target.evaluation_profiles(pool.vertex_count):
+        if not profile.boundary_16bit and profile.memory in MEMORY_KERNEL_KINDS:
+            marks = np.zeros(numbered.shape[0], np.uint8)
+            run_kernel(profile, numbered, count, np.zeros(numbered.shape[0] + 1, np.int64), _NO_COUNTS, marks)
+            free &= marks
+    tris, remap = number_in_blocks(numbered, count, free)
+    pool.add(f"{name} in blocks", (tris, source[remap]))
+    before, after = pool.judged[name][2].values(), pool.judged[f"{name} in blocks"][2].values()
+    if not any(a < b for a, b in zip(after, before, strict=True)):   # copies for nothing
+        del pool.judged[f"{name} in blocks"]
 
 
 def _codec_bits(order, vcount) -> float:
@@ -410,7 +443,11 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     pool = _Pool(tris64, vcount, target)
     primaries = _primaries(profiles)
     large = tris.shape[0] > LARGE
-    for k, (rank, coefficients, weights) in enumerate(VARIANTS[:1] if large else VARIANTS):
+    blocks = any(p.boundary_16bit for p in target.evaluation_profiles(vcount))
+    # large and past 2^16 vertices, the faster variant loses to meshoptimizer's order numbered in
+    # blocks on every GPU but NVIDIA (bunny_sub2), at most of the time: not made
+    variants = () if large and blocks else VARIANTS[:1] if large else VARIANTS
+    for k, (rank, coefficients, weights) in enumerate(variants):
         if rank < len(primaries):
             primary = primaries[rank]
             pool.add(f"batch@{primary.name}#{k}", _batch_candidate(
@@ -424,6 +461,11 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
         for p in pool.input_wins(profiles):
             pool.add(f"batch@{p.name} alone", _batch_candidate(tris64, vcount, p, [p], use_distance and not large,
                                                               queue, fix_16bit, options))
+        chosen = pool.choose()
+    if blocks:
+        # past 2^16 vertices: the orders numbered by first use (no 16-bit fix), again in blocks
+        for name in [n for n, entry in pool.judged.items() if entry[1].shape[0] == vcount]:
+            _in_blocks(pool, name)
         chosen = pool.choose()
     if not large and vcount <= (1 << 16):
         chosen = _refine(pool, tris64, chosen, window_work)
