@@ -421,49 +421,58 @@ def test_codec_bits_ignores_vertex_numbers():
     assert codec_bits(_reference(tris, mesh.vertex_count)).raw < codec_bits(tris).raw
 
 
+def _miss_everywhere_else(numbered, vertex_count, profiles):
+    from meshopt_batch.reuse_kernels import run_kernel
+
+    free = np.full(numbered.shape[0], 7, np.uint8)
+    for p in profiles:
+        if not p.boundary_16bit:
+            marks = np.zeros(numbered.shape[0], np.uint8)
+            run_kernel(p, numbered, vertex_count, np.zeros(numbered.shape[0] + 1, np.int64),
+                       np.zeros(0, np.int64), marks)
+            free &= marks
+    return free
+
+
 def test_numbering_in_blocks_leaves_the_other_gpus_exactly_as_they_were():
     from meshopt_batch.optimizers.batch.boundary16 import mixed_batches, number_in_blocks
-    from meshopt_batch.reuse_kernels import run_kernel
 
     mesh = meshes.grid(300)                       # 90,601 vertices: two 2^16 blocks
     numbered = _reference(mesh.triangles, mesh.vertex_count)
     target = get_target("portable")
     profiles = target.evaluation_profiles(mesh.vertex_count)
-    free = np.full(numbered.shape[0], 7, np.uint8)
-    for p in profiles:
-        if not p.boundary_16bit:
-            marks = np.zeros(numbered.shape[0], np.uint8)
-            run_kernel(p, numbered, mesh.vertex_count, np.zeros(numbered.shape[0] + 1, np.int64),
-                       np.zeros(0, np.int64), marks)
-            free &= marks
-    out, remap = number_in_blocks(numbered, mesh.vertex_count, free)
+    free = _miss_everywhere_else(numbered, mesh.vertex_count, profiles)
+    out, remap = number_in_blocks(numbered, mesh.vertex_count, free, modulus=256)
     assert np.array_equal(remap[out], numbered)                       # the same triangles, in order
     assert np.array_equal(np.unique(remap), np.arange(mesh.vertex_count))
-    copies = remap.shape[0] - mesh.vertex_count
-    assert 0 < copies < mesh.vertex_count // 20
+    assert np.array_equal(out % 256, numbered % 256)                  # llvmpipe's slots
+    assert out.max() < remap.shape[0] < 1.05 * mesh.vertex_count
     before, after = judged(numbered, mesh.vertex_count, target), judged(out, remap.shape[0], target)
     for p, a, b in zip(profiles, after, before, strict=True):
-        assert (a < b) if p.boundary_16bit else (a == b or p.memory == "direct"), p.name
+        assert (a < b) if p.boundary_16bit else (a == b), p.name
     assert mixed_batches(out, remap.shape[0]) < mixed_batches(numbered, mesh.vertex_count) // 10
-    # no copy allowed: the same numbers as first use gives
-    same, ident = number_in_blocks(numbered, mesh.vertex_count, np.zeros(numbered.shape[0], np.uint8))
+    # without residues llvmpipe is no longer bound to its slots; with no corner free, nothing moves
+    loose = judged(*(lambda o, r: (o, r.shape[0]))(*number_in_blocks(numbered, mesh.vertex_count, free)), target)
+    assert loose[2:4] == before[2:4]
+    same, ident = number_in_blocks(numbered, mesh.vertex_count, np.zeros(numbered.shape[0], np.uint8), modulus=256)
     assert np.array_equal(same, numbered) and np.array_equal(ident, np.arange(mesh.vertex_count))
+    with pytest.raises(ValueError, match="first use"):
+        number_in_blocks(numbered[::-1], mesh.vertex_count, free[::-1])
+    with pytest.raises(ValueError, match="modulus"):
+        number_in_blocks(numbered, mesh.vertex_count, free, modulus=300)
 
 
-def test_portable_past_two_to_the_sixteen_vertices_tries_meshoptimizers_order_in_blocks():
+def test_portable_past_two_to_the_sixteen_vertices_numbers_meshoptimizers_order_in_blocks():
     mesh = meshes.grid(370)                       # 273,800 triangles: above LARGE, no batch candidate
     target = get_target("portable")
     res = optimize_for_target(mesh.triangles, mesh.vertex_count, target=target)
-    ref = judged(_reference(mesh.triangles, mesh.vertex_count), mesh.vertex_count, target)
-    blocks = list(res.stats["candidates"]["meshoptimizer in blocks"]["invocations"].values())
-    names = [p.name for p in target.evaluation_profiles(mesh.vertex_count)]
-    for name, a, b in zip(names, blocks, ref, strict=True):
-        assert (a < b) if name.endswith("+16bit") else (a == b or name == "llvmpipe"), name
     assert set(res.stats["candidates"]) == {"meshoptimizer", "meshoptimizer in blocks"}
+    assert res.stats["candidate"] == "meshoptimizer in blocks"
     source = np.asarray(res.vertex_remap, np.int64)
     assert np.array_equal(_corner_sets(source[np.asarray(res.triangles, np.int64)]), _corner_sets(mesh.triangles))
     got = judged(res.triangles, len(source), target)
-    assert all(a <= b for a, b in zip(got, ref, strict=True))
+    ref = judged(_reference(mesh.triangles, mesh.vertex_count), mesh.vertex_count, target)
+    assert got[0] < ref[0] and got[1] < ref[1] and got[2:] == ref[2:]
 
 
 def test_portable_numbers_bunny_sub2_in_blocks():
@@ -476,5 +485,22 @@ def test_portable_numbers_bunny_sub2_in_blocks():
     assert res.stats["candidate"] == "meshoptimizer in blocks"
     got = judged(res.triangles, len(res.vertex_remap), target)
     ref = judged(_reference(mesh.triangles, mesh.vertex_count), mesh.vertex_count, target)
-    assert all(a <= b for a, b in zip(got, ref, strict=True))
-    assert got[0] < 0.9 * ref[0] and got[2:4] == ref[2:4]   # NVIDIA; AMD and Intel exactly as they were
+    assert got[0] < 0.85 * ref[0] and got[2:] == ref[2:]   # NVIDIA; AMD, Intel, llvmpipe exactly as they were
+
+
+def test_numbering_in_blocks_grows_and_keeps_residues_when_copies_crowd_one_residue():
+    from meshopt_batch.optimizers.batch.boundary16 import number_in_blocks
+
+    filled = np.arange(3 * 22_000).reshape(-1, 3)                  # past the first block
+    old = 256 * (np.arange(2_000) % 250)                            # earlier vertices, one residue
+    new = 66_000 + np.arange(4_000).reshape(-1, 2)
+    tris = np.concatenate((filled, np.column_stack((old, new))))
+    count = 70_000
+    out, remap = number_in_blocks(tris, count, np.full(tris.shape[0], 7, np.uint8), modulus=256)
+    assert np.array_equal(remap[out], tris) and np.array_equal(out % 256, tris % 256)
+    blocks = out >> 16
+    assert np.all(blocks.min(axis=1) == blocks.max(axis=1))         # no triangle spans two blocks
+    assert remap.shape[0] > 3 << 16            # the copies' column took more blocks than first allocated
+    portable = get_target("portable")
+    res = optimize_for_target(tris, count, target=portable)
+    assert res.stats["vertices_out"] <= 1.25 * count               # such a numbering is not taken

@@ -38,6 +38,7 @@ from numba import njit
 
 from ...profiles import Profile, get_profile
 from ...reuse import as_index_array, predict
+from ...vertex_fetch import first_use_order
 from ..renumber import renumber_first_use
 
 __all__ = ["fix_16bit_boundaries", "mixed_batches", "number_in_blocks"]
@@ -202,59 +203,130 @@ def mixed_batches(triangles, vertex_count: int | None = None, profile="nvidia_gl
 
 
 @njit(cache=True)
-def _number_in_blocks(tris, vertex_count, free, block, out, remap):
-    """First-use numbering block after block (see :func:`number_in_blocks`); the new vertex count."""
+def _top_ids(base, block, modulus, top):
+    """``top[q]``: the largest number of the block ``[base, base + block)`` that is ``q`` modulo
+    ``modulus`` (where copies are numbered from, downwards)."""
+    last = base + block - 1
+    for q in range(modulus):
+        top[q] = last - ((last - q) % modulus)
+
+
+@njit(cache=True)
+def _number_in_blocks(tris, vertex_count, free, block, modulus, out, remap):
+    """First-use numbering block after block (see :func:`number_in_blocks`): ``(the new vertex
+    count, remap)``.  ``remap`` comes filled with -1 (numbers nothing references stay so) and
+    grows by whole blocks when it must."""
+    n = tris.shape[0]
     latest = np.full(vertex_count, -1, np.int64)
-    count = 0
+    top = np.empty(modulus, np.int64)
     base = 0
-    for t in range(tris.shape[0]):
-        for _ in range(2):   # the triangle's new numbers in this block, else in the next
-            need = 0
+    _top_ids(base, block, modulus, top)
+    shift = 0                  # a new vertex v is numbered v - shift (a multiple of modulus)
+    shifted = True             # block 0 keeps the input's numbers
+    high = -1                  # the highest number of a new vertex in the block
+    low = block                # the lowest number of a copy in the block
+    first = 0                  # the block's first triangle
+    plan = np.empty(3, np.int64)
+    for t in range(n):
+        for _ in range(2):     # the triangle in this block, else in the next
+            s, done, hi, lo = shift, shifted, high, low
+            taken = np.zeros(3, np.int64)      # copies planned per corner's residue (by corner)
+            fits = True
             for i in range(3):
                 v = tris[t, i]
+                plan[i] = -1
                 repeat = False
                 for j in range(i):
                     repeat |= tris[t, j] == v
-                if not repeat and (latest[v] < 0 or (latest[v] < base and free[t] & (1 << i))):
-                    need += 1
-            if count + need <= base + block:
+                if repeat:
+                    continue
+                if latest[v] < 0:
+                    if not done:
+                        s, done = ((v - base) // modulus) * modulus, True
+                    plan[i] = v - s
+                    hi = max(hi, v - s)
+                elif latest[v] < base and free[t] & (1 << i):
+                    q = v % modulus
+                    same = 0
+                    for j in range(i):
+                        same += taken[j] if tris[t, j] % modulus == q else 0
+                    taken[i] = 1
+                    plan[i] = top[q] - same * modulus
+                    lo = min(lo, plan[i])
+            for i in range(3):
+                if plan[i] >= 0 and (plan[i] < base or plan[i] >= base + block):
+                    fits = False
+            if fits and hi < lo:
                 break
-            while count < base + block:   # the block's last few numbers: copies nothing references
-                remap[count] = remap[count - 1]
-                count += 1
             base += block
+            if base + block > remap.shape[0]:
+                grown = np.full(2 * remap.shape[0] + block, -1, np.int64)
+                grown[:remap.shape[0]] = remap
+                remap = grown
+            _top_ids(base, block, modulus, top)
+            shifted, high, low, first = False, base - 1, base + block, t
         for i in range(3):
             v = tris[t, i]
-            if latest[v] < 0 or (latest[v] < base and free[t] & (1 << i)):
-                latest[v] = count
-                remap[count] = v
-                count += 1
+            if latest[v] < 0:
+                if not shifted:
+                    shift, shifted = ((v - base) // modulus) * modulus, True
+                latest[v] = v - shift
+                high = max(high, v - shift)
+            elif latest[v] < base and free[t] & (1 << i):
+                q = v % modulus
+                latest[v] = top[q]
+                top[q] -= modulus
+                low = min(low, latest[v])
+            remap[latest[v]] = v
             out[t, i] = latest[v]
-    return count
+    # the last block's copies move down next to its new vertices, keeping their residues
+    drop = ((low - high - 1) // modulus) * modulus if low < base + block else 0
+    if drop > 0:
+        for u in range(low, base + block):
+            remap[u - drop] = remap[u]
+            remap[u] = -1
+        for t in range(first, n):
+            for i in range(3):
+                if out[t, i] >= low:
+                    out[t, i] -= drop
+    count = base + block - drop if low < base + block else high + 1
+    # numbers nothing references: copies of a neighbour
+    for u in range(count):
+        if remap[u] < 0:
+            remap[u] = remap[u - 1] if u > 0 else tris[0, 0]
+    return count, remap
 
 
-def number_in_blocks(triangles, vertex_count: int, free: np.ndarray):
+def number_in_blocks(triangles, vertex_count: int, free: np.ndarray, *, modulus: int = 1):
     """Number the vertices in first-use order in 2^16 blocks, copying a vertex into a later
     block only where ``free`` allows: NVIDIA's block rule without costing other GPUs.
 
-    The order is kept.  Each vertex is numbered at its first use in the current block; once a
-    triangle's new numbers would not fit, the block is closed (its last numbers, at most two,
-    become unreferenced copies) and the next one begins.  A vertex numbered in an earlier block
-    keeps that number unless the corner is ``free``, where it gets a copy in the current block.
-    When ``free`` marks the corners that every other profile shades (their miss masks of this
-    order, ANDed), those profiles predict exactly what they did: a copy first appears where the
-    original would have been shaded again, and every later reference that reused the original
-    reuses the copy.  NVIDIA's batches then stay in one block except near the blocks' ends
-    (paper 001 sec. 3.3-4: a batch that switches block loses its look-back).
+    The order is kept.  A vertex first used in the current block is numbered as in the input
+    (which should number by first use) less a multiple of ``modulus``, so that the new
+    vertices of a block follow each other; a vertex numbered in an earlier block keeps that
+    number unless the corner is ``free``, where it gets a copy numbered from the top of the
+    current block down, with the residue modulo ``modulus`` of its input number.  When a
+    triangle's numbers would not fit, the next block begins; the last block's copies move down
+    next to its new vertices.  So every vertex keeps its input number modulo ``modulus`` (a
+    direct-mapped table of that many slots, llvmpipe's, sees the same slots), and when ``free``
+    marks the corners that every other profile shades (their miss masks of this order, ANDed),
+    those profiles predict exactly what they did: a copy first appears where the original would
+    have been shaded again, into the slot the original would have taken, and every later
+    reference that reused the original reuses the copy.  NVIDIA's batches then stay in one
+    block except near the blocks' ends (paper 001 sec. 3.3-4: a batch that switches block loses
+    its look-back).  Numbers nothing references (at most ``modulus`` and the gap before the
+    copies per block) are copies of a neighbour.
 
     Parameters
     ----------
     triangles : (T, 3) integer array
-        Index buffer.
+        Index buffer, its vertices numbered in order of first use.
     vertex_count : int
         Vertex buffer size.
     free : (T,) uint8 array
         Bit ``i`` of ``free[t]`` allows a copy at corner ``i`` of triangle ``t``.
+    modulus : int, keyword-only
+        Residues to keep (a divisor of 2^16 at most 4096; 1: none).
 
     Returns
     -------
@@ -273,7 +345,11 @@ def number_in_blocks(triangles, vertex_count: int, free: np.ndarray):
     free = np.ascontiguousarray(free, dtype=np.uint8)
     if free.shape != (tris.shape[0],):
         raise ValueError(f"number_in_blocks: free has shape {free.shape}, expected ({tris.shape[0]},)")
+    if tris.shape[0] and not np.array_equal(first_use_order([tris], vcount), np.arange(vcount)):
+        raise ValueError("number_in_blocks: the vertices must be numbered in order of first use")
+    if modulus < 1 or modulus > 4096 or (1 << BLOCK_SHIFT) % modulus:
+        raise ValueError(f"number_in_blocks: modulus {modulus} is not a divisor of 2^16 up to 4096")
     out = np.empty_like(tris)
-    remap = np.empty(vcount + 3 * tris.shape[0] + (1 << BLOCK_SHIFT), np.int64)
-    count = _number_in_blocks(tris, vcount, free, 1 << BLOCK_SHIFT, out, remap)
+    remap = np.full(((vcount + vcount // 8) >> BLOCK_SHIFT) + 2 << BLOCK_SHIFT, -1, np.int64)
+    count, remap = _number_in_blocks(tris, vcount, free, 1 << BLOCK_SHIFT, modulus, out, remap)
     return out, remap[:count].copy()

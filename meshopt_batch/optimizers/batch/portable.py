@@ -66,10 +66,12 @@ boundary fix's numbering (paper 001 sec. 4) and NVIDIA's profiles are judged wit
 block rule (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`).  The fix's copies are
 new vertices to the other GPUs' caches, so there every candidate numbered by first use is also
 tried numbered in blocks (:func:`.boundary16.number_in_blocks`): a vertex is copied into the
-next 2^16 block only where every profile without the block rule shades it anyway, which leaves
-AMD and Intel exactly as they were and takes NVIDIA's batches out of the block switches (on
-bunny_sub2, meshoptimizer's order so numbered is 0.839x its first-use numbering on NVIDIA,
-equal on AMD and Intel, 0.996x on llvmpipe, with 30,145 copies: 5 % more vertices).  Above
+next 2^16 block only where every profile without the block rule shades it anyway, every number
+keeping its residue modulo llvmpipe's table, which leaves AMD, Intel and llvmpipe exactly as
+they were and takes NVIDIA's batches out of the block switches (on bunny_sub2, meshoptimizer's
+order so numbered is 0.839x its first-use numbering on NVIDIA, with 32,109 copies and 24,192
+numbers nothing references: 9.9 % more vertices; on procedural grids, a sphere and a torus of
+80-138k vertices 0.937-0.980x).  Above
 :data:`LARGE` triangles past 2^16 vertices no batch candidate is made: the faster variant with
 its fix was 1.024-1.033x meshoptimizer's order on AMD, Intel and llvmpipe on bunny_sub2 (and
 1.003-1.013x without the fix), and took most of the time.
@@ -107,8 +109,8 @@ from .optimizer import optimize_batch
 from .window_judge import WindowJudge
 from .window_search import refine_in_windows
 
-__all__ = ["AUX_WEIGHTS", "CODEC_SLACK", "LARGE", "LATER_MOVE_ROUNDS", "VARIANTS", "WINDOWS", "WINDOW_MOVES",
-           "WINDOW_ROUNDS", "WINDOW_WORK", "WORST_WEIGHT", "optimize_for_target"]
+__all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "LARGE", "LATER_MOVE_ROUNDS", "VARIANTS", "WINDOWS",
+           "WINDOW_MOVES", "WINDOW_ROUNDS", "WINDOW_WORK", "WORST_WEIGHT", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
@@ -123,6 +125,10 @@ VARIANTS = (
     (1, {"k_v": -8}, {"fifo": 768}),
 )
 _NO_COUNTS = np.zeros(0, np.int64)
+#: Past 2^16 vertices, a candidate numbered in blocks is refused when its vertex buffer (copies
+#: and the numbers the residues leave unused) would grow by more than this factor (bunny_sub2:
+#: 1.099).
+BLOCKS_GROWTH = 1.25
 #: A candidate's index-codec size may exceed meshoptimizer's order's by this factor.
 CODEC_SLACK = 1.03
 #: Above this many triangles only the first candidate is made, without the ``D`` term (the
@@ -203,8 +209,9 @@ def _numbered(tris, remap, vcount):
 def _in_blocks(pool: _Pool, name: str) -> None:
     """Add the candidate ``name`` numbered in 2^16 blocks (:func:`.boundary16.number_in_blocks`),
     copying a vertex only at corners that every profile without the block rule shades anyway
-    (their miss masks of the candidate), so those profiles predict what they did and NVIDIA's
-    batches stay in one block; kept where it predicts fewer invocations somewhere."""
+    (their miss masks of the candidate) and keeping every number's residue modulo the
+    direct-mapped tables' sizes, so those profiles predict what they did and NVIDIA's batches
+    stay in one block; kept where it predicts fewer invocations somewhere."""
     numbered, source = pool.judged[name][:2]
     count = source.shape[0]
     free = np.full(numbered.shape[0], 7, np.uint8)
@@ -213,10 +220,13 @@ def _in_blocks(pool: _Pool, name: str) -> None:
             marks = np.zeros(numbered.shape[0], np.uint8)
             run_kernel(profile, numbered, count, np.zeros(numbered.shape[0] + 1, np.int64), _NO_COUNTS, marks)
             free &= marks
-    tris, remap = number_in_blocks(numbered, count, free)
+    slots = [p.memory_size for p in pool.target.evaluation_profiles(pool.vertex_count) if p.memory == "direct"]
+    modulus = int(np.lcm.reduce(slots)) if slots else 1
+    tris, remap = number_in_blocks(numbered, count, free, modulus=modulus if (1 << 16) % modulus == 0 else 1)
     pool.add(f"{name} in blocks", (tris, source[remap]))
     before, after = pool.judged[name][2].values(), pool.judged[f"{name} in blocks"][2].values()
-    if not any(a < b for a, b in zip(after, before, strict=True)):   # copies for nothing
+    if not any(a < b for a, b in zip(after, before, strict=True)) or remap.shape[0] > BLOCKS_GROWTH * count:
+        # copies for nothing, or a vertex buffer grown past what a pipeline would take
         del pool.judged[f"{name} in blocks"]
 
 
