@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     for ok, text in lines:
         print(("met     " if ok else "MISSED  ") + text)
     if timing is not None:
-        print("\nbunny_sub2's order (" + timing["candidate"] + f", {timing['vertex_copies']} vertex copies) against "
+        print("\nbunny_sub2's order (" + timing["candidate"] + f", {timing['vertex_copies']} vertices more) against "
               "meshoptimizer's: " + ", ".join(f"{p} {r:.4f}" for p, r in timing["ratios"].items()))
     met = sum(ok for ok, _ in lines)
     print(f"\n{met} of {len(lines)} goals met (load {os.getloadavg()[0]:.1f})")
