@@ -504,3 +504,23 @@ def test_numbering_in_blocks_grows_and_keeps_residues_when_copies_crowd_one_resi
     portable = get_target("portable")
     res = optimize_for_target(tris, count, target=portable)
     assert res.stats["vertices_out"] <= 1.25 * count               # such a numbering is not taken
+
+
+def test_a_candidate_numbered_otherwise_is_numbered_in_blocks_from_its_first_use():
+    from meshopt_batch.optimizers.batch import portable
+
+    mesh = meshes.grid(300)
+    tris = np.asarray(mesh.triangles, np.int64)
+    pool = portable._Pool(tris, mesh.vertex_count, get_target("portable"))
+    flat = np.ascontiguousarray(tris, np.uint32).reshape(-1)
+    order = np.empty_like(flat)
+    meshoptimizer.optimize_vertex_cache(order, flat, flat.size, mesh.vertex_count)
+    order = order.reshape(-1, 3).astype(np.int64)                       # in the input's numbers
+    shuffle = np.random.default_rng(3).permutation(mesh.vertex_count)    # new -> input vertex
+    inverse = np.empty_like(shuffle)
+    inverse[shuffle] = np.arange(mesh.vertex_count)
+    pool.add("shuffled", (inverse[order], shuffle))
+    portable._in_blocks(pool, "shuffled")
+    blocks = pool.judged["shuffled in blocks"]
+    assert np.array_equal(_corner_sets(blocks[1][blocks[0]]), _corner_sets(tris))
+    assert list(blocks[2].values())[2:4] == list(pool.judged["shuffled"][2].values())[2:4]   # AMD, Intel

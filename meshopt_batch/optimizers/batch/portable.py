@@ -214,6 +214,8 @@ def _in_blocks(pool: _Pool, name: str) -> None:
     stay in one block; kept where it predicts fewer invocations somewhere."""
     numbered, source = pool.judged[name][:2]
     count = source.shape[0]
+    numbered, first_use = number_by_first_use(numbered, count)   # a candidate may come numbered otherwise
+    source = source[first_use]
     free = np.full(numbered.shape[0], 7, np.uint8)
     for profile in pool.target.evaluation_profiles(pool.vertex_count):
         if not profile.boundary_16bit and profile.memory in MEMORY_KERNEL_KINDS:
@@ -432,8 +434,8 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
         As :func:`~.optimizer.optimize_batch`, for every batch candidate.
     window_work : int, keyword-only
         Triangles the window search may simulate (:data:`WINDOW_WORK`; more is better and slower
-        until the search converges: at the default bunny's order is done in about 5 s on a 2-core VM,
-        mean ratio 0.974, worst 0.987; 0 turns it off).  ``optimize --effort M`` is M million.
+        until the search converges: at the default bunny's order is done in about 5 s on a 2-core
+        VM, mean ratio 0.974, worst 0.987; 0 turns it off).  ``optimize --effort M`` is M million.
 
     Returns
     -------
@@ -454,8 +456,8 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     primaries = _primaries(profiles)
     large = tris.shape[0] > LARGE
     blocks = any(p.boundary_16bit for p in target.evaluation_profiles(vcount))
-    # large and past 2^16 vertices, the faster variant loses to meshoptimizer's order numbered in
-    # blocks on every GPU but NVIDIA (bunny_sub2), at most of the time: not made
+    # large and past 2^16 vertices the faster variant loses to meshoptimizer's order numbered in
+    # blocks on every GPU but NVIDIA (bunny_sub2) and takes most of the time: not made
     variants = () if large and blocks else VARIANTS[:1] if large else VARIANTS
     for k, (rank, coefficients, weights) in enumerate(variants):
         if rank < len(primaries):
@@ -473,7 +475,7 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
                                                               queue, fix_16bit, options))
         chosen = pool.choose()
     if blocks:
-        # past 2^16 vertices: the orders numbered by first use (no 16-bit fix), again in blocks
+        # past 2^16 vertices: the candidates without the 16-bit fix's copies, again in blocks
         for name in [n for n, entry in pool.judged.items() if entry[1].shape[0] == vcount]:
             _in_blocks(pool, name)
         chosen = pool.choose()
