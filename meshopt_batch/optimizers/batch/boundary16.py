@@ -267,6 +267,9 @@ def _number_in_blocks(tris, vertex_count, free, block, modulus, out, remap):
             shifted, high, low, first = False, base - 1, base + block, t
         for i in range(3):
             v = tris[t, i]
+            if plan[i] < 0:          # kept, or a repeat of a corner before it
+                out[t, i] = latest[v]
+                continue
             if latest[v] < 0:
                 if not shifted:
                     shift, shifted = ((v - base) // modulus) * modulus, True
