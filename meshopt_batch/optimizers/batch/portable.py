@@ -101,7 +101,7 @@ from ...index_codec import codec_bits
 from ...reuse import as_index_array, predict
 from ...reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel
 from ...targets import Target
-from ...vertex_fetch import number_by_first_use
+from ...vertex_fetch import first_use_order, number_by_first_use
 from ..meshoptimizer_peer import optimize_vertex_cache
 from ..result import OptimizeResult
 from .boundary16 import number_in_blocks
@@ -214,8 +214,10 @@ def _in_blocks(pool: _Pool, name: str) -> None:
     stay in one block; kept where it predicts fewer invocations somewhere."""
     numbered, source = pool.judged[name][:2]
     count = source.shape[0]
-    numbered, first_use = number_by_first_use(numbered, count)   # a candidate may come numbered otherwise
-    source = source[first_use]
+    first_use = first_use_order([numbered], count)
+    if not np.array_equal(first_use, np.arange(count)):     # a candidate may come numbered otherwise
+        numbered, first_use = number_by_first_use(numbered, count)
+        source = source[first_use]
     free = np.full(numbered.shape[0], 7, np.uint8)
     for profile in pool.target.evaluation_profiles(pool.vertex_count):
         if not profile.boundary_16bit and profile.memory in MEMORY_KERNEL_KINDS:
