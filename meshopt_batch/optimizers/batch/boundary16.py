@@ -212,6 +212,39 @@ def _top_ids(base, block, modulus, top):
 
 
 @njit(cache=True)
+def _plan(tris, t, latest, free, base, block, modulus, top, shift, shifted, high, low, plan):
+    """The numbers triangle ``t`` takes in the block at ``base`` (``plan[i]``: a new vertex's
+    or a copy's number, -1 where the corner keeps its number or repeats one before it):
+    ``(fits, shift, shifted, high, low)`` as they would be after it."""
+    copies = 0                 # bit i: corner i takes a copy
+    for i in range(3):
+        v = tris[t, i]
+        plan[i] = -1
+        repeat = False
+        for j in range(i):
+            repeat |= tris[t, j] == v
+        if repeat:
+            continue
+        if latest[v] < 0:
+            if not shifted:
+                shift, shifted = ((v - base) // modulus) * modulus, True
+            plan[i] = v - shift
+            high = max(high, plan[i])
+        elif latest[v] < base and free[t] & (1 << i):
+            q = v % modulus
+            same = 0
+            for j in range(i):
+                same += (copies >> j) & 1 if tris[t, j] % modulus == q else 0
+            copies |= 1 << i
+            plan[i] = top[q] - same * modulus
+            low = min(low, plan[i])
+    fits = high < low
+    for i in range(3):
+        fits &= plan[i] < 0 or base <= plan[i] < base + block
+    return fits, shift, shifted, high, low
+
+
+@njit(cache=True)
 def _number_in_blocks(tris, vertex_count, free, block, modulus, out, remap):
     """First-use numbering block after block (see :func:`number_in_blocks`): ``(the new vertex
     count, remap)``.  ``remap`` comes filled with -1 (numbers nothing references stay so) and
@@ -228,59 +261,26 @@ def _number_in_blocks(tris, vertex_count, free, block, modulus, out, remap):
     first = 0                  # the block's first triangle
     plan = np.empty(3, np.int64)
     for t in range(n):
-        for _ in range(2):     # the triangle in this block, else in the next
-            s, done, hi, lo = shift, shifted, high, low
-            taken = np.zeros(3, np.int64)      # copies planned per corner's residue (by corner)
-            fits = True
-            for i in range(3):
-                v = tris[t, i]
-                plan[i] = -1
-                repeat = False
-                for j in range(i):
-                    repeat |= tris[t, j] == v
-                if repeat:
-                    continue
-                if latest[v] < 0:
-                    if not done:
-                        s, done = ((v - base) // modulus) * modulus, True
-                    plan[i] = v - s
-                    hi = max(hi, v - s)
-                elif latest[v] < base and free[t] & (1 << i):
-                    q = v % modulus
-                    same = 0
-                    for j in range(i):
-                        same += taken[j] if tris[t, j] % modulus == q else 0
-                    taken[i] = 1
-                    plan[i] = top[q] - same * modulus
-                    lo = min(lo, plan[i])
-            for i in range(3):
-                if plan[i] >= 0 and (plan[i] < base or plan[i] >= base + block):
-                    fits = False
-            if fits and hi < lo:
-                break
+        fits, s, done, hi, lo = _plan(tris, t, latest, free, base, block, modulus, top, shift, shifted, high, low,
+                                      plan)
+        if not fits:           # the next block (a triangle always fits an empty one)
             base += block
             if base + block > remap.shape[0]:
                 grown = np.full(2 * remap.shape[0] + block, -1, np.int64)
                 grown[:remap.shape[0]] = remap
                 remap = grown
             _top_ids(base, block, modulus, top)
-            shifted, high, low, first = False, base - 1, base + block, t
+            first = t
+            fits, s, done, hi, lo = _plan(tris, t, latest, free, base, block, modulus, top, 0, False, base - 1,
+                                          base + block, plan)
+        shift, shifted, high, low = s, done, hi, lo
         for i in range(3):
             v = tris[t, i]
-            if plan[i] < 0:          # kept, or a repeat of a corner before it
-                out[t, i] = latest[v]
-                continue
-            if latest[v] < 0:
-                if not shifted:
-                    shift, shifted = ((v - base) // modulus) * modulus, True
-                latest[v] = v - shift
-                high = max(high, v - shift)
-            elif latest[v] < base and free[t] & (1 << i):
-                q = v % modulus
-                latest[v] = top[q]
-                top[q] -= modulus
-                low = min(low, latest[v])
-            remap[latest[v]] = v
+            if plan[i] >= 0:
+                if latest[v] >= 0:     # a copy: the next one of its residue lies below it
+                    top[v % modulus] -= modulus
+                latest[v] = plan[i]
+                remap[plan[i]] = v
             out[t, i] = latest[v]
     # the last block's copies move down next to its new vertices, keeping their residues
     drop = ((low - high - 1) // modulus) * modulus if low < base + block else 0
