@@ -220,6 +220,22 @@ def test_where_meshoptimizers_order_is_chosen_the_search_also_starts_from_the_ne
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
 
 
+
+def test_a_second_start_further_above_meshoptimizers_order_than_the_first_search_reached_is_not_tried():
+    mesh = meshes.grid(32)
+    tris = _shuffled(mesh)
+    res = optimize_for_target(tris, mesh.vertex_count, target=get_target("portable"))
+    cands = res.stats["candidates"]
+    reference = cands["meshoptimizer"]["invocations"]
+
+    def ratios(name):
+        return [cands[name]["invocations"][p] / reference[p] for p in reference]
+    reach = 1 - min(ratios("meshoptimizer + windows"))
+    nearest = min(max(ratios(n)) for n in cands if n.startswith("batch@"))
+    assert nearest - 1 > reach > 0
+    assert [n for n in cands if n.endswith(" + windows")] == ["meshoptimizer + windows"]
+    assert res.stats["candidate"] == "meshoptimizer + windows"
+
 def _shuffled_icosphere_and_judge(target_spec: str):
     """A shuffled icosphere and a judge of an order of it on every profile of ``target_spec``."""
     tris = _shuffled(meshes.icosphere(3), 3)

@@ -58,9 +58,10 @@ order, so the window's triangles given from the middle or last-first are other m
 round each (:data:`LATER_MOVE_ROUNDS`).  Where meshoptimizer's order is the choice (no batch
 candidate is at or below it on every profile within the codec slack), a second search starts
 from the batch candidate with the lowest worst ratio to it, a profile or two above it or its
-codec size over the slack, which the windows can bring under (on the glTF primitives of
-DamagedHelmet, FlightHelmet and BrainStem, 9 of the benchmark's 61 rows, 0.1-1.3 % lower mean
-ratio; the pool takes whichever ends lower).  Where the input binds
+codec size over the slack, which the windows can bring under; only where that ratio is above 1
+by no more than the first search took its best profile below 1 (:func:`_reach`), and the pool
+takes whichever ends lower (on glTF primitives of DamagedHelmet, FlightHelmet and BrainStem, 9
+of the benchmark's 61 rows, 0.1-1.3 % lower mean ratio, no row worse, 3 % more time).  Where the input binds
 (rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
 better; elsewhere it lowers the mean, a little on one GPU traded for more on another within
 the caps.
@@ -307,16 +308,16 @@ class _Pool:
             best = [n for n in ours if self._dominates(n, self.input)]
         return min(best, key=lambda n: self.mean_ratio(self.judged[n])) if best else None
 
+    def ratios(self, name: str) -> list[float]:
+        """A candidate's predicted invocations over meshoptimizer's order's, per profile."""
+        ref = self.judged["meshoptimizer"][2].values()
+        return [a / max(b, 1) for a, b in zip(self.judged[name][2].values(), ref, strict=True)]
+
     def closest_to_meshoptimizer(self) -> str | None:
         """Ours with the lowest worst ratio to meshoptimizer's order (then the lowest mean):
         the batch candidate nearest to being no worse than it everywhere."""
-        ref = list(self.judged["meshoptimizer"][2].values())
         ours = [n for n in self.judged if n != "meshoptimizer"]
-
-        def key(name):
-            ratios = [a / max(b, 1) for a, b in zip(self.judged[name][2].values(), ref, strict=True)]
-            return max(ratios), sum(ratios)
-        return min(ours, key=key) if ours else None
+        return min(ours, key=lambda n: (max(self.ratios(n)), sum(self.ratios(n)))) if ours else None
 
     def input_wins(self, profiles) -> list:
         """The profiles (of ``profiles``, the target's order-dependent ones) on which the input
@@ -433,6 +434,13 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str
     return pool.choose()
 
 
+def _reach(pool: _Pool) -> float:
+    """How far the window search from meshoptimizer's order took its best profile below it (0
+    where it kept nothing): a second start further above it on some profile is not tried."""
+    name = "meshoptimizer + windows"
+    return 1 - min(pool.ratios(name)) if name in pool.judged else 0.0
+
+
 def optimize_for_target(triangles, vertex_count: int | None = None, *, target: Target, use_distance: bool = True,
                         queue: str = "fast", fix_16bit: bool | None = None, window_work: int = WINDOW_WORK,
                         **options) -> OptimizeResult:
@@ -496,11 +504,9 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
             _in_blocks(pool, name)
         chosen = pool.choose()
     if not large and vcount <= (1 << 16):
-        # where no batch candidate is below meshoptimizer's order everywhere, the search also
-        # starts from the one nearest to it: a few profiles above it, which windows can bring down
         second = pool.closest_to_meshoptimizer() if chosen == "meshoptimizer" and window_work > 0 else None
         chosen = _refine(pool, tris64, chosen, window_work)
-        if second is not None:
+        if second is not None and max(pool.ratios(second)) - 1 <= _reach(pool):
             chosen = _refine(pool, tris64, second, window_work)
     chosen = chosen or "meshoptimizer"
     judged, mean_ratio = pool.judged, pool.mean_ratio
