@@ -220,7 +220,6 @@ def test_where_meshoptimizers_order_is_chosen_the_search_also_starts_from_the_ne
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
 
 
-
 def test_a_second_start_further_above_meshoptimizers_order_than_the_first_search_reached_is_not_tried():
     mesh = meshes.grid(32)
     tris = _shuffled(mesh)
@@ -235,6 +234,7 @@ def test_a_second_start_further_above_meshoptimizers_order_than_the_first_search
     assert nearest - 1 > reach > 0
     assert [n for n in cands if n.endswith(" + windows")] == ["meshoptimizer + windows"]
     assert res.stats["candidate"] == "meshoptimizer + windows"
+
 
 def _shuffled_icosphere_and_judge(target_spec: str):
     """A shuffled icosphere and a judge of an order of it on every profile of ``target_spec``."""

@@ -61,10 +61,10 @@ from the batch candidate with the lowest worst ratio to it, a profile or two abo
 codec size over the slack, which the windows can bring under; only where that ratio is above 1
 by no more than the first search took its best profile below 1 (:func:`_reach`), and the pool
 takes whichever ends lower (on glTF primitives of DamagedHelmet, FlightHelmet and BrainStem, 9
-of the benchmark's 61 rows, 0.1-1.3 % lower mean ratio, no row worse, 3 % more time).  Where the input binds
-(rows that Intel's FIFO reuses perfectly) this folds rows into patches the batch rules reuse
-better; elsewhere it lowers the mean, a little on one GPU traded for more on another within
-the caps.
+of the benchmark's 61 rows, 0.1-1.3 % lower mean ratio, no row worse, 3 % more time).  Where
+the input binds (rows that Intel's FIFO reuses perfectly) this folds rows into patches the
+batch rules reuse better; elsewhere it lowers the mean, a little on one GPU traded for more on
+another within the caps.
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
