@@ -96,14 +96,19 @@ def test_single_profile_output_is_byte_identical(key):
     assert _digest(res) == _PROCEDURAL_DIGESTS[key]
 
 
+def _shared_mesh(name: str):
+    """A mesh of ``../shared/meshes``; the test is skipped where it is not there."""
+    path = meshes.shared_mesh_path(name)
+    if path is None:
+        pytest.skip(f"../shared/meshes/{name}.ply is not here")
+    return load_mesh(path)
+
+
 @pytest.mark.parametrize("profile, use_distance, digest", [
     ("nvidia_gl", True, "bc6a289c76f498f2"), ("nvidia_gl", False, "afcb36151bb05b4f"),
     ("amd", True, "61072f796dfa9085"), ("intel", True, "4a5e03b40ded40e9")])
 def test_single_profile_bunny_is_byte_identical(profile, use_distance, digest):
-    path = meshes.shared_mesh_path("bunny")
-    if path is None:
-        pytest.skip("../shared/meshes/bunny.ply is not here")
-    mesh = load_mesh(path)
+    mesh = _shared_mesh("bunny")
     res = optimize(mesh.triangles, mesh.vertex_count, method="batch", profile=profile, use_distance=use_distance)
     assert _digest(res) == digest
 
@@ -130,10 +135,7 @@ def test_portable_keeps_triangles_and_beats_references_everywhere(mesh):
 
 
 def test_portable_beats_meshoptimizer_on_a_scan():
-    path = meshes.shared_mesh_path("dragon_res3")
-    if path is None:
-        pytest.skip("../shared/meshes/dragon_res3.ply is not here")
-    mesh = load_mesh(path)
+    mesh = _shared_mesh("dragon_res3")
     target = get_target("portable")
     res = optimize_for_target(mesh.triangles, mesh.vertex_count, target=target)
     assert res.stats["candidate"].startswith("batch@")
@@ -527,10 +529,7 @@ def test_portable_past_two_to_the_sixteen_vertices_numbers_meshoptimizers_order_
 
 
 def test_portable_numbers_bunny_sub2_in_blocks():
-    path = meshes.shared_mesh_path("bunny_sub2")
-    if path is None:
-        pytest.skip("../shared/meshes/bunny_sub2.ply is not here")
-    mesh = load_mesh(path)
+    mesh = _shared_mesh("bunny_sub2")
     target = get_target("portable")
     res = optimize_for_target(mesh.triangles, mesh.vertex_count, target=target)
     assert res.stats["candidate"] == "meshoptimizer in blocks"

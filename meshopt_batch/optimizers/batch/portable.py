@@ -282,9 +282,12 @@ class _Pool:
             entry[3] = codec_bits(entry[0], entry[1].shape[0]).raw
         return entry[3]
 
-    def mean_ratio(self, entry) -> float:
+    def _ratios(self, entry) -> list[float]:
         ref = self.judged["meshoptimizer"][2].values()
-        return float(np.mean([a / max(b, 1) for a, b in zip(entry[2].values(), ref, strict=True)]))
+        return [a / max(b, 1) for a, b in zip(entry[2].values(), ref, strict=True)]
+
+    def mean_ratio(self, entry) -> float:
+        return float(np.mean(self._ratios(entry)))
 
     def _dominates(self, name: str, inv) -> bool:
         return all(a <= b for a, b in zip(self.judged[name][2].values(), inv, strict=True))
@@ -310,8 +313,7 @@ class _Pool:
 
     def ratios(self, name: str) -> list[float]:
         """A candidate's predicted invocations over meshoptimizer's order's, per profile."""
-        ref = self.judged["meshoptimizer"][2].values()
-        return [a / max(b, 1) for a, b in zip(self.judged[name][2].values(), ref, strict=True)]
+        return self._ratios(self.judged[name])
 
     def closest_to_meshoptimizer(self) -> str | None:
         """Ours with the lowest worst ratio to meshoptimizer's order (then the lowest mean):
@@ -394,6 +396,11 @@ def _window_objective(reference: np.ndarray):
     return objective
 
 
+def _refined(start: str | None) -> str:
+    """The pool's name of the window search's order from ``start`` (None: the input)."""
+    return f"{start or 'input'} + windows"
+
+
 def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str | None:
     """The window search (:mod:`.window_search`) from the chosen order (the input when none
     was), lowering :func:`_window_objective` with every profile capped at
@@ -430,14 +437,14 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int) -> str
             break
         kept += changes
     if kept:
-        pool.add(f"{chosen or 'input'} + windows", (judge.order, None))
+        pool.add(_refined(chosen), (judge.order, None))
     return pool.choose()
 
 
 def _reach(pool: _Pool) -> float:
     """How far the window search from meshoptimizer's order took its best profile below it (0
     where it kept nothing): a second start further above it on some profile is not tried."""
-    name = "meshoptimizer + windows"
+    name = _refined("meshoptimizer")
     return 1 - min(pool.ratios(name)) if name in pool.judged else 0.0
 
 
