@@ -6,7 +6,8 @@
   :mod:`.steps`, :mod:`.topology`, :mod:`.layout`: the parts of the compiled loop;
 * :mod:`.boundary16`: the 16-bit boundary post-process (paper 001 sec. 4);
 * :mod:`.portable`: one order for a target of several profiles, refined by the local search of
-  :mod:`.window_search`, which :mod:`.window_judge` answers exactly near each window.
+  :mod:`.window_search`, which :mod:`.window_judge` answers exactly near each window, from its
+  candidates and from the breadth-first layers of :mod:`.layers`.
 
 References
 ----------
