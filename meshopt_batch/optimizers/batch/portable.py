@@ -69,9 +69,9 @@ another within the caps.  Last, a search starts from the order of breadth-first 
 :data:`LAYERS_WORK` of the work bound, where that order predicts fewer invocations than
 meshoptimizer's on some profile (its rows fit Intel's FIFO; never on the scans, whose layers
 are long fronts): the windows fold its rows into patches while Intel still shades most
-vertices once, which no start above reaches (tuned on BrainStem's primitive 25, mean ratio
-0.9728 -> 0.9567; reported on the other rows: 10 of them 0.1-4.6 % lower mean, none higher,
-FlightHelmet's primitive 0 0.9941 -> 0.9482).
+vertices once, which no start above reaches (work share set on BrainStem's primitive 25: mean
+ratio 0.9728 -> 0.9567; on the held-out rows of the benchmark 9 of them 0.01-4.6 % lower mean,
+none higher, FlightHelmet's primitive 0 0.9941 -> 0.9482).
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
