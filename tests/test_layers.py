@@ -67,3 +67,13 @@ def test_layers_are_deterministic_and_ignore_unused_vertices():
     first = order_by_layers(tris, mesh.vertex_count)
     assert np.array_equal(first, order_by_layers(tris, mesh.vertex_count + 50))
     assert np.array_equal(first, order_by_layers(tris.copy(), mesh.vertex_count))
+
+
+def test_layers_take_degenerate_triangles_with_their_vertices():
+    mesh = meshes.grid(6)
+    alone = mesh.vertex_count                        # a vertex only a degenerate triangle uses
+    tris = np.concatenate([np.asarray(mesh.triangles, np.int64), [[3, 3, 10], [20, 20, 20], [alone] * 3]])
+    tris = _shuffled(tris, seed=5)
+    out = order_by_layers(tris, mesh.vertex_count + 1)
+    assert _rows(out) == _rows(tris)
+    assert (out[0] == alone).all() or (out[-1] == alone).all()     # a component of its own
