@@ -5,6 +5,8 @@
   recorded from commit 7e11418 on procedural meshes and the shared bunny);
 * the portable order keeps every triangle (corners in cyclic order), and predicts no more
   invocations than meshoptimizer's order and the input's on every profile;
+* the window search's starts: the chosen order, the batch candidate nearest to meshoptimizer's
+  order where that order is chosen, and the breadth-first layers where they beat it somewhere;
 * "never worse" in :func:`meshopt_batch.vertex_set.optimize_vertex_set` holds per profile;
 * ``optimize`` takes a ``trimesh.Trimesh`` and ``apply`` returns one with every attribute;
 * ``optimize_file`` with keyword options; ``compare --shipped``.
