@@ -398,9 +398,9 @@ def _local_kcache(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
 
 
 #: Cache size of the K-Cache move: AMD's LRU of 15 vertices, the smallest cache of the
-#: ``portable`` target (K-Cache's own default of 10 ended within 0.002 of it on the mean ratio of
-#: the grid, the sphere, FlightHelmet's primitive 0, the torus and BrainStem's primitive 42,
-#: higher on three of them).
+#: ``portable`` target (K-Cache's own default of 10 ended with a mean ratio 0.0002-0.0022 higher
+#: on the grid, the sphere and BrainStem's primitive 42, the same on FlightHelmet's primitive 0
+#: and the torus).
 KCACHE_SIZE = 15
 #: The window search's local moves, each a search from where the one before stopped
 #: (:func:`_refine`).  Taking them in turn again until none keeps a change (each up to eight
