@@ -407,7 +407,7 @@ KCACHE_SIZE = 15
 #: rounds) lowered the torus' mean ratio by 0.1 % more and BrainStem's NVIDIA invocations by
 #: 0.2 % more, at 1.7x the time of one turn each; so each runs once.  K-Cache's move last, with
 #: the work the others leave (bench_portable's 61 rows: 39 lower mean ratio, none higher, the
-#: average 0.9830 -> 0.9799; 154 -> 190 s); second or third instead of meshoptimizer's move
+#: average 0.9830 -> 0.9799; 136.9 -> 145.0 s in back-to-back runs); second or third instead of meshoptimizer's move
 #: from the end, the average fell less (0.9811, 0.9817).
 WINDOW_MOVES = (_local_order, _local_order_from_middle, _local_order_from_end, _local_kcache)
 #: Rounds of the window schedule for each move after the first (the first has
