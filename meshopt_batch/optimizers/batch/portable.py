@@ -56,8 +56,8 @@ greedy order starts from its input's first triangle and resumes its dead ends in
 order, so the window's triangles given from the middle or last-first are other moves
 (:data:`WINDOW_MOVES`), and so is K-Cache's order of them for AMD's LRU (Lin & Yu 2006: a
 vertex's whole fan at a time): four searches, each from where the last stopped, the later
-three one round each (:data:`LATER_MOVE_ROUNDS`).  Where meshoptimizer's order is the choice (no batch
-candidate is at or below it on every profile within the codec slack), a second search starts
+three one round each (:data:`LATER_MOVE_ROUNDS`).  Where meshoptimizer's order is the choice
+(no batch candidate is at or below it on every profile within the codec slack), a second search starts
 from the batch candidate with the lowest worst ratio to it, a profile or two above it or its
 codec size over the slack, which the windows can bring under; only where that ratio is above 1
 by no more than the first search took its best profile below 1 (:func:`_reach`), and the pool
@@ -365,14 +365,20 @@ def _number_compactly(flat, scratch, used, out):
     return count
 
 
-def _local_order(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly;
-    ``scratch``: -1 for every vertex of the buffer): it starts from the window's first
-    triangle, next to what precedes the window."""
+def _compact(window: np.ndarray, scratch: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """A window's triangles with its vertices numbered 0, 1, ... by first use (``scratch``: -1
+    for every vertex of the buffer): ``(those triangles, new -> buffer vertex, count)``."""
     flat = np.ascontiguousarray(window, np.int64).reshape(-1)
     used, compact = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0], np.uint32)
     count = _number_compactly(flat, scratch, used, compact)
-    return used[optimize_vertex_cache(compact.reshape(-1, 3), count).astype(np.int64)]
+    return compact.reshape(-1, 3), used, count
+
+
+def _local_order(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """meshoptimizer's cache order of a window's triangles (its vertices numbered compactly):
+    it starts from the window's first triangle, next to what precedes the window."""
+    compact, used, count = _compact(window, scratch)
+    return used[optimize_vertex_cache(compact, count).astype(np.int64)]
 
 
 def _local_order_from_middle(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
@@ -391,10 +397,8 @@ def _local_kcache(window: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """K-Cache's order (:mod:`..kcache`, Lin & Yu 2006) of a window's triangles for a cache of
     :data:`KCACHE_SIZE`: a focus vertex's whole fan at a time, the focus chosen by simulating
     the cache ahead, where meshoptimizer's scorer takes one triangle at a time."""
-    flat = np.ascontiguousarray(window, np.int64).reshape(-1)
-    used, compact = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0], np.uint32)
-    count = _number_compactly(flat, scratch, used, compact)
-    return window[kcache_order(compact.reshape(-1, 3), count, KCACHE_SIZE)]
+    compact, _, count = _compact(window, scratch)
+    return window[kcache_order(compact, count, KCACHE_SIZE)]
 
 
 #: Cache size of the K-Cache move: AMD's LRU of 15 vertices, the smallest cache of the
@@ -407,8 +411,8 @@ KCACHE_SIZE = 15
 #: rounds) lowered the torus' mean ratio by 0.1 % more and BrainStem's NVIDIA invocations by
 #: 0.2 % more, at 1.7x the time of one turn each; so each runs once.  K-Cache's move last, with
 #: the work the others leave (bench_portable's 61 rows: 39 lower mean ratio, none higher, the
-#: average 0.9830 -> 0.9799; 136.9 -> 145.0 s in back-to-back runs); second or third instead of meshoptimizer's move
-#: from the end, the average fell less (0.9811, 0.9817).
+#: average 0.9830 -> 0.9799; 136.9 -> 145.0 s in back-to-back runs); second or third instead
+#: of meshoptimizer's move from the end, the average fell less (0.9811, 0.9817).
 WINDOW_MOVES = (_local_order, _local_order_from_middle, _local_order_from_end, _local_kcache)
 #: Rounds of the window schedule for each move after the first (the first has
 #: :data:`WINDOW_ROUNDS`): one round keeps most of what more would (torus: worst 0.983 against
