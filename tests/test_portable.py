@@ -28,6 +28,7 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.index_codec import codec_bits
 from meshopt_batch.io import load_mesh, save_mesh
 from meshopt_batch.optimizers import get_method
+from meshopt_batch.optimizers.batch import portable
 from meshopt_batch.optimizers.batch.portable import CODEC_SLACK, optimize_for_target
 from meshopt_batch.targets import PORTABLE
 from meshopt_batch.vertex_fetch import first_use_order
@@ -267,6 +268,13 @@ def test_the_search_also_starts_from_breadth_first_layers_where_they_beat_meshop
     assert others and all(cands["layers + windows"]["mean_ratio"] < cands[n]["mean_ratio"] for n in others)
     back = np.asarray(res.vertex_remap)[np.asarray(res.triangles, np.int64)]
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
+
+
+def test_the_search_from_the_layers_gets_work_in_proportion_to_the_triangles_it_folds():
+    work, unit, share = 10_000_000, portable.LAYERS_TRIANGLES, portable.LAYERS_WORK
+    got = [portable.layers_work(t, work) for t in (1, unit // 2, unit, 2 * unit, 3 * unit, 100 * unit)]
+    assert got == [int(share * work)] * 3 + [int(2 * share * work), int(min(1, 3 * share) * work), work]
+    assert portable.layers_work(2 * unit, 0) == 0
 
 
 def _shuffled_icosphere_and_judge(target_spec: str):

@@ -67,12 +67,16 @@ the input binds (rows that Intel's FIFO reuses perfectly) this folds rows into p
 batch rules reuse better; elsewhere it lowers the mean, a little on one GPU traded for more on
 another within the caps.  Last, a search starts from the order of breadth-first layers
 (:mod:`.layers`: the rows a FIFO reuses, found on any mesh in any order), with
-:data:`LAYERS_WORK` of the work bound, where that order predicts fewer invocations than
+:data:`LAYERS_WORK` of the work bound per :data:`LAYERS_TRIANGLES` triangles (at least that
+share, at most the whole bound), where that order predicts fewer invocations than
 meshoptimizer's on some profile (its rows fit Intel's FIFO; never on the scans, whose layers
 are long fronts): the windows fold its rows into patches while Intel still shades most
 vertices once, which no start above reaches (work share set on BrainStem's primitive 25: mean
 ratio 0.9728 -> 0.9567; on the held-out rows of the benchmark 9 of them 0.01-4.6 % lower mean,
-none higher, FlightHelmet's primitive 0 0.9941 -> 0.9482).
+none higher, FlightHelmet's primitive 0 0.9941 -> 0.9482).  Folding rows takes work in
+proportion to the triangles: with a fixed share the search on flight_helmet's merged part of
+43,858 triangles stopped at a worst ratio of 1.169 and was not chosen, with the whole bound it
+ends at 0.9993 and is.
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
@@ -125,8 +129,9 @@ from .optimizer import optimize_batch
 from .window_judge import WindowJudge
 from .window_search import refine_in_windows
 
-__all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "KCACHE_SIZE", "LARGE", "LATER_MOVE_ROUNDS", "LAYERS_WORK",
-           "VARIANTS", "WINDOWS", "WINDOW_MOVES", "WINDOW_ROUNDS", "WINDOW_WORK", "WORST_WEIGHT", "optimize_for_target"]
+__all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "KCACHE_SIZE", "LARGE", "LATER_MOVE_ROUNDS",
+           "LAYERS_TRIANGLES", "LAYERS_WORK", "VARIANTS", "WINDOWS", "WINDOW_MOVES", "WINDOW_ROUNDS", "WINDOW_WORK",
+           "WORST_WEIGHT", "layers_work", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
 #: ``k_r`` is 1024): NVIDIA's look-back, a global or batched FIFO (Intel), an LRU (AMD), a
@@ -161,9 +166,15 @@ WINDOW_WORK = 10_000_000
 #: armadillo_86k and the procedural torus: 0, 1, 2, 3 tried).
 WORST_WEIGHT = 1.0
 #: Share of :data:`WINDOW_WORK` for the window search from the order of breadth-first layers
-#: (:func:`_from_layers`): on BrainStem's primitive 25 it ends where the whole bound does (mean
-#: ratio 0.9567); the whole bound took bench_portable's 61 rows 245.5 s against 143.5 s.
+#: (:func:`_from_layers`) per :data:`LAYERS_TRIANGLES` triangles, and the least it gets: on
+#: BrainStem's primitive 25 it ends where the whole bound does (mean ratio 0.9567); the whole
+#: bound on every row took bench_portable's 61 rows 245.5 s against 143.5 s.
 LAYERS_WORK = 0.25
+#: Triangles per :data:`LAYERS_WORK` of the bound (BrainStem's primitive 25, where the share was
+#: set), so the search from the layers gets work in proportion to the rows it folds, up to the
+#: whole bound (found on flight_helmet's merged part; on bench_portable's rows flight_helmet,
+#: FlightHelmet:0 and FlightHelmet:3 lower mean and worst ratio, no other row changed).
+LAYERS_TRIANGLES = 6_614
 #: Rounds of the window schedule at most (a round that keeps nothing ends the search sooner).
 WINDOW_ROUNDS = 8
 
@@ -484,14 +495,20 @@ def _reach(pool: _Pool) -> float:
     return 1 - min(pool.ratios(name)) if name in pool.judged else 0.0
 
 
+def layers_work(triangle_count: int, work: int) -> int:
+    """The work bound of the search from the breadth-first layers: :data:`LAYERS_WORK` of
+    ``work`` per :data:`LAYERS_TRIANGLES` triangles, at least that share, at most ``work``."""
+    return int(min(1.0, LAYERS_WORK * max(1.0, triangle_count / LAYERS_TRIANGLES)) * work)
+
+
 def _from_layers(pool: _Pool, tris: np.ndarray, work: int) -> str | None:
     """The window search from the order of breadth-first layers (:mod:`.layers`), with
-    :data:`LAYERS_WORK` of the work bound, tried only where that order predicts fewer
-    invocations than meshoptimizer's on some profile (its rows fit a FIFO); returns the pool's
-    choice."""
+    :data:`LAYERS_WORK` of the work bound per :data:`LAYERS_TRIANGLES` triangles (at least that
+    share, at most the whole bound), tried only where that order predicts fewer invocations
+    than meshoptimizer's on some profile (its rows fit a FIFO); returns the pool's choice."""
     pool.add("layers", (order_by_layers(tris, pool.vertex_count), None))
     if min(pool.ratios("layers")) < 1:
-        return _refine(pool, tris, "layers", int(LAYERS_WORK * work))
+        return _refine(pool, tris, "layers", layers_work(tris.shape[0], work))
     del pool.judged["layers"]
     return pool.choose()
 
