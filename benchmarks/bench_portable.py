@@ -146,10 +146,11 @@ def bounds(items: list, names, effort: float | None = None) -> pd.DataFrame:
     multi-part row sums its parts' invocations, as the table does."""
     target = get_target("portable")
     params = {} if effort is None else {"window_work": int(effort * 1e6)}
+    wanted = set(names)
     rows = []
     for item in items:
         parts = item if isinstance(item, list) else [item]
-        if parts[0].name not in set(names):
+        if parts[0].name not in wanted:
             continue
         total = sum(_part_bounds(m, target, params) for m in parts)
         table = total.drop(index="meshoptimizer") / total.loc["meshoptimizer"]
