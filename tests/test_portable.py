@@ -42,8 +42,8 @@ def _digest(result) -> str:
 
 
 def _before_shift(name: str) -> str:
-    """A pool name without the last search's suffix (with :data:`SHIFTED_WINDOWS`)."""
-    return name.removesuffix(" + shifted windows")
+    """A pool name without the last searches' suffixes (:data:`LAST_SEARCHES`)."""
+    return name.split(" + shifted windows")[0]
 
 
 def _corner_sets(tris) -> np.ndarray:
@@ -273,7 +273,7 @@ def test_the_search_also_starts_from_breadth_first_layers_where_they_beat_meshop
         assert codec_bits(res.triangles).raw <= CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
     else:           # rows bind: Intel's FIFO shades every vertex of the input once, and still does
         assert given["intel"] == expected["intel"] == final["intel"] == mesh.vertex_count
-    others = [n for n in cands if n.endswith(" + windows") and n != "layers + windows"]
+    others = [n for n in cands if n.endswith(" + windows") and n == _before_shift(n) and n != "layers + windows"]
     assert others and all(cands["layers + windows"]["mean_ratio"] < cands[n]["mean_ratio"] for n in others)
     back = np.asarray(res.vertex_remap)[np.asarray(res.triangles, np.int64)]
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
@@ -432,7 +432,7 @@ def _windows_objective(result) -> float:
     """The window search's objective of the refined candidate a portable result holds."""
     from meshopt_batch.optimizers.batch.portable import _window_objective
     cands = result.stats["candidates"]
-    refined = [name for name in cands if name.endswith(" + windows")]
+    refined = [name for name in cands if name.endswith(" + windows") and name == _before_shift(name)]
     assert len(refined) == 1
     reference = np.array(list(cands["meshoptimizer"]["invocations"].values()), np.float64)
     return _window_objective(reference)(np.array(list(cands[refined[0]]["invocations"].values()), np.float64))
@@ -450,28 +450,31 @@ def test_window_moves_take_turns_and_the_later_ones_lower_the_objective(monkeypa
     assert codec_bits(every.triangles).raw <= portable.CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
 
 
-def test_the_chosen_order_is_searched_last_with_windows_whose_edges_fall_elsewhere(monkeypatch):
+def test_the_chosen_order_is_searched_last_with_windows_whose_edges_fall_elsewhere_then_again(monkeypatch):
     import meshopt_batch.optimizers.batch.portable as portable
     mesh = meshes.icosphere(3)
     tris, target = _shuffled(mesh), get_target("portable")
     res = optimize_for_target(tris, mesh.vertex_count, target=target)
     cands = res.stats["candidates"]
-    assert res.stats["candidate"] == "meshoptimizer + windows + shifted windows"
-    assert res.stats["invocations"] == {"nvidia_gl": 1045, "nvidia_dx": 1045, "amd": 911, "intel": 711,
+    stages = ["meshoptimizer + windows", "meshoptimizer + windows + shifted windows",
+              "meshoptimizer + windows + shifted windows + windows"]
+    assert res.stats["candidate"] == stages[-1]
+    assert res.stats["invocations"] == {"nvidia_gl": 1040, "nvidia_dx": 1040, "amd": 909, "intel": 711,
                                         "llvmpipe": 758}
     reference = np.array(list(cands["meshoptimizer"]["invocations"].values()), np.float64)
     objective = portable._window_objective(reference)
 
     def score(name):
         return objective(np.array(list(cands[name]["invocations"].values()), np.float64))
-    assert score("meshoptimizer + windows + shifted windows") < score("meshoptimizer + windows")
+    assert score(stages[2]) < score(stages[1]) < score(stages[0])
     given = judged(tris, mesh.vertex_count, target)
     assert all(a <= min(b, c) for a, b, c in zip(res.stats["invocations"].values(), reference, given, strict=True))
     assert codec_bits(res.triangles).raw <= portable.CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
-    monkeypatch.setattr(portable, "SHIFTED_WORK", 0.0)
+    # with no work the last searches keep nothing and the choice before them stays
+    monkeypatch.setattr(portable, "LAST_SEARCH_WORK", 0.0)
     before = optimize_for_target(tris, mesh.vertex_count, target=target)
-    assert before.stats["candidate"] == "meshoptimizer + windows"
-    assert not any(name.endswith(" + shifted windows") for name in before.stats["candidates"])
+    assert before.stats["candidate"] == stages[0]
+    assert not any(name != _before_shift(name) for name in before.stats["candidates"])
 
 
 def test_a_window_search_past_the_codec_slack_is_undone(monkeypatch):

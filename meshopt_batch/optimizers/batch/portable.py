@@ -76,14 +76,16 @@ ratio 0.9728 -> 0.9567; on the held-out rows of the benchmark 9 of them 0.01-4.6
 none higher, FlightHelmet's primitive 0 0.9941 -> 0.9482).  Folding rows takes work in
 proportion to the triangles: with a fixed share the search on flight_helmet's merged part of
 43,858 triangles stopped at a worst ratio of 1.169 and was not chosen, with the whole bound it
-ends at 0.9993 and is.  Last, the order the pool chose is searched once more with other window
-lengths (:data:`SHIFTED_WINDOWS`, with :data:`SHIFTED_WORK` of the bound): each search above
-ends where none of its windows improves the order any more, and windows whose edges fall
-elsewhere still find changes (on the 55 rows of the benchmark held out for it 53 of them
-0.006-0.47 % lower mean ratio, none higher, the worst ratio lower on 31 and higher on three by
-at most 0.001, flight_helmet 0.9744 -> 0.9706 with its worst 0.9915 -> 0.9901; FlightHelmet's
-primitive 4, looked at while the share was chosen, 0.9761 -> 0.9748; the 61 rows 147.4 ->
-165.2 s).
+ends at 0.9993 and is.  Last (:data:`LAST_SEARCHES`, each with :data:`LAST_SEARCH_WORK` of the
+bound), the order the pool chose is searched once more with other window lengths
+(:data:`SHIFTED_WINDOWS`), and where that kept a change, once more with :data:`WINDOWS`: each
+search ends where none of its windows improves the order any more, and windows whose edges
+fall elsewhere still find changes, after which the first lengths find more (on the 55 rows of
+the benchmark held out for them 53 of them 0.008-0.75 % lower mean ratio, none higher, the
+worst ratio lower on 36 and higher on three by at most 0.001, flight_helmet 0.9744 -> 0.9702
+with its worst 0.9915 -> 0.9897; FlightHelmet's primitive 4, looked at while the share was
+chosen, 0.9761 -> 0.9746; the 61 rows 147.4 -> 196.9 s, 165.2 s with the first search alone,
+which lowered the mean of 49 of those rows less, none more).
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
@@ -136,8 +138,8 @@ from .optimizer import optimize_batch
 from .window_judge import WindowJudge
 from .window_search import refine_in_windows
 
-__all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "KCACHE_SIZE", "LARGE", "LATER_MOVE_ROUNDS",
-           "LAYERS_TRIANGLES", "LAYERS_WORK", "SHIFTED_WINDOWS", "SHIFTED_WORK", "VARIANTS", "WINDOWS",
+__all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "KCACHE_SIZE", "LARGE", "LAST_SEARCHES", "LAST_SEARCH_WORK",
+           "LATER_MOVE_ROUNDS", "LAYERS_TRIANGLES", "LAYERS_WORK", "SHIFTED_WINDOWS", "VARIANTS", "WINDOWS",
            "WINDOW_MOVES", "WINDOW_ROUNDS", "WINDOW_WORK", "WORST_WEIGHT", "layers_work", "optimize_for_target"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory, by its memory kind (eq. 1's
@@ -190,9 +192,16 @@ WINDOW_ROUNDS = 8
 #: 0.9712 -> 0.9693, 0.9743 -> 0.9734, 0.9713 -> 0.9709, 0.9567 -> 0.9538 and 0.9761 -> 0.9747
 #: (lengths 56, 88, 120, 136, 200 and 264 did about as well on the torus and BrainStem's).
 SHIFTED_WINDOWS = (48, 80, 160, 320, 112, 224)
-#: Share of the work bound for the search with :data:`SHIFTED_WINDOWS`: on the rows above half
-#: the bound ended 0.0000-0.0004 lower (the torus 0.9690, bunny 0.9730) at twice the time.
-SHIFTED_WORK = 0.25
+#: Share of the work bound for each of the :data:`LAST_SEARCHES`: on the rows above half the
+#: bound for the search with :data:`SHIFTED_WINDOWS` alone ended 0.0000-0.0004 lower (the torus
+#: 0.9690, bunny 0.9730) at twice the time, and with that work in two searches, the second with
+#: :data:`WINDOWS`, 0.0001-0.0019 lower (the torus 0.9674, BrainStem's primitive 25 0.9538 ->
+#: 0.9519), the same on armadillo_86k; a third with :data:`SHIFTED_WINDOWS` took the five
+#: 0.0000-0.0007 lower still.
+LAST_SEARCH_WORK = 0.25
+#: The last searches from the order the pool chose, in turn while each keeps a change: (the
+#: pool's name of the stage, window lengths).
+LAST_SEARCHES = (("shifted windows", SHIFTED_WINDOWS), ("windows", WINDOWS))
 
 
 def _strictness(profile) -> tuple:
@@ -476,9 +485,8 @@ def _refine(pool: _Pool, tris: np.ndarray, chosen: str | None, work: int, *, win
     seed can still improve.  Where meshoptimizer's order is the pool's fallback (no worse than
     the input on every profile), a move whose order would pass :data:`CODEC_SLACK` times its
     index-codec size is undone and the search ends, as the pool would refuse the result for it.
-    ``windows`` are the window lengths (:data:`WINDOWS`, or :data:`SHIFTED_WINDOWS` for the last
-    search).  The result is added to the pool as ``<start> + <stage>``; returns the pool's choice
-    made again."""
+    ``windows`` are the window lengths (:data:`WINDOWS`, or those of :data:`LAST_SEARCHES`).  The
+    result is added to the pool as ``<start> + <stage>``; returns the pool's choice made again."""
     start = tris if chosen is None else pool.original(chosen)
     reference = np.array(list(pool.judged["meshoptimizer"][2].values()), np.float64)
     begun = np.array(pool.input if chosen is None else list(pool.judged[chosen][2].values()), np.float64)
@@ -601,8 +609,11 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
             chosen = _refine(pool, tris64, second, window_work)
         if window_work > 0:
             chosen = _from_layers(pool, tris64, window_work)
-            chosen = _refine(pool, tris64, chosen, int(SHIFTED_WORK * window_work), windows=SHIFTED_WINDOWS,
-                             stage="shifted windows")
+            for stage, windows in LAST_SEARCHES:
+                before, chosen = chosen, _refine(pool, tris64, chosen, int(LAST_SEARCH_WORK * window_work),
+                                                 windows=windows, stage=stage)
+                if chosen == before:
+                    break
     chosen = chosen or "meshoptimizer"
     judged, mean_ratio = pool.judged, pool.mean_ratio
     numbered, source, inv, _ = judged[chosen]
