@@ -84,8 +84,8 @@ fall elsewhere still find changes, after which the first lengths find more (on t
 the benchmark held out for them 53 of them 0.008-0.75 % lower mean ratio, none higher, the
 worst ratio lower on 36 and higher on three by at most 0.001, flight_helmet 0.9744 -> 0.9702
 with its worst 0.9915 -> 0.9897; FlightHelmet's primitive 4, looked at while the share was
-chosen, 0.9761 -> 0.9746; the 61 rows 147.4 -> 196.9 s, 165.2 s with the first search alone,
-which lowered the mean of 49 of those rows less, none more).
+chosen, 0.9761 -> 0.9746; the 61 rows 147.4 -> 196.9 s; with the first search alone 165.2 s,
+and a higher mean ratio on 49 of those rows, on none lower).
 
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers); over 2^16 vertices an NVIDIA primary keeps the 16-bit
@@ -186,18 +186,18 @@ LAYERS_WORK = 0.25
 LAYERS_TRIANGLES = 6_614
 #: Rounds of the window schedule at most (a round that keeps nothing ends the search sooner).
 WINDOW_ROUNDS = 8
-#: Window lengths of the last search, from the order the pool chose: none of them one of
+#: Window lengths of the first of the :data:`LAST_SEARCHES`: none of them one of
 #: :data:`WINDOWS`, so their edges fall where the searches before had none.  Tuned on the
-#: torus, bunny, armadillo_86k and BrainStem's primitives 25 and 42, whose mean ratio it takes
-#: 0.9712 -> 0.9693, 0.9743 -> 0.9734, 0.9713 -> 0.9709, 0.9567 -> 0.9538 and 0.9761 -> 0.9747
-#: (lengths 56, 88, 120, 136, 200 and 264 did about as well on the torus and BrainStem's).
+#: torus, bunny, armadillo_86k and BrainStem's primitives 25 and 42, whose mean ratio that
+#: search alone takes 0.9712 -> 0.9693, 0.9743 -> 0.9734, 0.9713 -> 0.9709, 0.9567 -> 0.9538 and
+#: 0.9761 -> 0.9747 (lengths 56, 88, 120, 136, 200 and 264 did about as well on the torus and
+#: BrainStem's).
 SHIFTED_WINDOWS = (48, 80, 160, 320, 112, 224)
-#: Share of the work bound for each of the :data:`LAST_SEARCHES`: on the rows above half the
-#: bound for the search with :data:`SHIFTED_WINDOWS` alone ended 0.0000-0.0004 lower (the torus
-#: 0.9690, bunny 0.9730) at twice the time, and with that work in two searches, the second with
-#: :data:`WINDOWS`, 0.0001-0.0019 lower (the torus 0.9674, BrainStem's primitive 25 0.9538 ->
-#: 0.9519), the same on armadillo_86k; a third with :data:`SHIFTED_WINDOWS` took the five
-#: 0.0000-0.0007 lower still.
+#: Share of the work bound for each of the :data:`LAST_SEARCHES`.  On the rows above, the search
+#: with :data:`SHIFTED_WINDOWS` alone ended 0.0000-0.0004 lower with half the bound than with a
+#: quarter, at twice its time; a second search with :data:`WINDOWS` and another quarter ended
+#: 0.0000-0.0019 lower (the torus 0.9674, BrainStem's primitive 25 0.9519), and a third, shifted
+#: again, 0.0000-0.0007 lower still (not made, for its time).
 LAST_SEARCH_WORK = 0.25
 #: The last searches from the order the pool chose, in turn while each keeps a change: (the
 #: pool's name of the stage, window lengths).
