@@ -20,9 +20,9 @@ the current order and a simulation of the changed part only:
   instead of simulated again (NVIDIA's batches agree again about 1,000 triangles after a
   window: a sweep of every window length over meshoptimizer's order, judged on the five
   profiles of ``portable``, took 133 -> 106 us per trial on bunny, 132 -> 91 on FlightHelmet's
-  primitive 4; the torus's, whose batches agree sooner, 88 -> 85).  The work
-  a trial reports is still the stretch the simulation would take, so a search's work bound
-  means the same search either way.
+  primitive 4; the torus's, whose batches agree sooner, 88 -> 85).  The work a trial reports
+  is still the stretch the simulation would take, so a search's work bound means the same
+  search either way.
 * A global FIFO without batches (Intel's 128 entries) starts from its content at ``start``
   (the last ``capacity`` vertices the current run shaded), and the runs agree again once both
   have shaded the same vertices at the same triangles ``capacity`` times in a row: both FIFOs
@@ -356,6 +356,10 @@ class _Run:
         self.before = np.concatenate(([0], np.cumsum(_POPCOUNT[self.marks])))
         self.batch_starts = np.flatnonzero(self.is_start)
         self.change = None
+        # a batched trial's first stretch past the window (two of the longest batches), and the
+        # most triangles a batch (a fixed segment) holds
+        self.span = 2 * max(profile.max_size // 3, profile.max_uniques // 3, 1)
+        self.length = (profile.max_size + 1) // 3
         if profile.memory in MEMORY_KERNEL_KINDS and way != "whole":
             # a trial's stretch is at most the whole order and a FIFO's replayed content
             rows = n + profile.memory_size // 3 + 2
@@ -363,11 +367,7 @@ class _Run:
             self.memory = short_run_memory(profile, vertex_count, rows)
             self.trial_marks = np.zeros(rows, np.uint8)
             self.trial_starts = np.zeros(rows + 1, np.int64)
-            self.spans = np.zeros((n // max((profile.max_size + 1) // 3, 1) + 2, 2), np.int64)
-        # a batched trial's first stretch past the window (two of the longest batches), and the
-        # most triangles a batch holds
-        self.span = 2 * max(profile.max_size // 3, profile.max_uniques // 3, 1)
-        self.length = (profile.max_size + 1) // 3
+            self.spans = np.zeros((n // max(self.length, 1) + 2, 2), np.int64)
         if way == "batched" and self.length > 0 and profile.memory in MEMORY_KERNEL_KINDS:
             # the current order's batch at each triangle, where a trial looks one up (-1: not yet)
             self.ends = np.full(n + 1, -1, np.int64)
@@ -495,15 +495,14 @@ class WindowJudge:
             if way == "segments":
                 delta, count, cost = _segments_trial(
                     run.kernel, run.memory, order, window, start, stop, label, fresh, self._indptr, self._positions,
-                    (run.profile.max_size + 1) // 3, run.before, self._tris, run.trial_marks, run.trial_starts,
-                    run.spans)
+                    run.length, run.before, self._tris, run.trial_marks, run.trial_starts, run.spans)
                 run.change = ("segments", count)
             elif run.ends is not None:
                 delta, cost = _batched_lookup_trial(
                     run.kernel, run.memory, order, window, start, stop, label, stop, run.span, run.length,
                     run.batch_starts, run.is_start, run.before, run.ends, run.shaded, self._tris, run.trial_marks,
                     run.trial_starts, run.one_tris, run.one_marks, run.one_starts)
-                run.change = ("lookup", stop)
+                run.change = ("lookup",)
             elif way in ("batched", "batched_numbers"):
                 need = max(stop, reach + 1) if way == "batched_numbers" else stop
                 delta, lo, sync, kept, cost = _batched_trial(
@@ -532,7 +531,7 @@ class WindowJudge:
             if run.change is not None and run.change[0] == "lookup":
                 # the looked-up batches' masks: the changed stretch simulated up to the shared start
                 _, lo, sync, kept, _ = _batched_trial(
-                    run.kernel, run.memory, self.order, window, start, stop, self._trial_label, run.change[1],
+                    run.kernel, run.memory, self.order, window, start, stop, self._trial_label, stop,
                     run.span, run.batch_starts, run.is_start, run.before, self._tris, run.trial_marks,
                     run.trial_starts)
                 run.change = ("batched", lo, sync, kept)
