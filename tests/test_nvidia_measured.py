@@ -128,9 +128,11 @@ def test_bunny_sub2_orders_measured_on_the_h100():
     assert predict(tri, d.vertex_count, profile="nvidia_gl").invocations < 2_818_903 // 2
 
 
-def test_gltf_asset_draws_measured_on_the_h100():
+@pytest.mark.parametrize("csv", ["nvidia_assets_2026-11-25.csv", "nvidia_vulkan_assets_2026-11-27.csv"],
+                         ids=["opengl", "vulkan"])
+def test_gltf_asset_draws_measured_on_the_h100(csv):
     """Every triangle draw of the real glTF assets as they come (``variant == "input"``)."""
-    df = _mesh_rows("nvidia_assets_2026-11-25.csv")
+    df = _mesh_rows(csv)
     rows = df[df.variant == "input"]
     gltf = shared_meshes_dir().parent / "gltf"
     checked = 0
@@ -168,12 +170,15 @@ def test_each_h100_wave_was_one_predicted_batch():
     assert checked >= 18
 
 
-@pytest.mark.parametrize("seed", [7, 8])
-def test_block_rule_draws_and_per_vertex_counts(seed):
+@pytest.mark.parametrize("seed, npz", [(7, "nvidia_block_rule_7_2026-11-25.npz"),
+                                       (8, "nvidia_block_rule_8_2026-11-25.npz"),
+                                       (8, "nvidia_vulkan_block_rule_8_2026-11-27.npz")],
+                         ids=["7-opengl", "8-opengl", "8-vulkan"])
+def test_block_rule_draws_and_per_vertex_counts(seed, npz):
     """``benchmarks/bench_block_rule.py``: about 12,000 draws per seed built to tell 2^16 rules
     apart (seed 7 found the rule, seed 8 was held out); totals and every referenced vertex's
-    count as measured on the H100."""
-    z = np.load(RESULTS / f"nvidia_block_rule_{seed}_2026-11-25.npz")
+    count as measured on the H100 (seed 8 also through Vulkan)."""
+    z = np.load(RESULTS / npz)
     assert str(z["renderer"]).startswith("NVIDIA H100") and int(z["seed"]) == seed
     plain_exact = draws = 0
     for name, bufs in block_rule_buffers(seed).items():
