@@ -28,7 +28,7 @@ from meshopt_batch_app.report.real_gpu_section import (
 )
 from meshopt_batch_app.report.results_files import read_results, read_results_file
 from meshopt_batch_app.report.shipped_section import shipped_frame
-from meshopt_batch_app.report.verdict_section import verdict_rows, verdict_section
+from meshopt_batch_app.report.verdict_section import measured_gains, verdict_rows, verdict_section
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -181,14 +181,18 @@ def test_shipped_table_marks_the_best_of_each_column(shipped):
 def test_results_are_grouped_by_gpu_and_api_from_their_contents():
     groups = {(g.renderer, g.api): g for g in read_results(RESULTS)}
     assert (H100, "OpenGL") in groups
-    vulkan = [k for k in groups if k[1].startswith("Vulkan")]
-    assert vulkan and all(k[0].startswith("llvmpipe") for k in vulkan)
+    vulkan = sorted(k[0] for k in groups if k[1].startswith("Vulkan"))      # NVIDIA before llvmpipe
+    assert len(vulkan) == 2 and vulkan[0] == "NVIDIA H100 80GB HBM3" and vulkan[1].startswith("llvmpipe")
     h100 = groups[(H100, "OpenGL")]
-    assert "580.159.04" in " ".join(h100.drivers) and h100.dates == ["2026-11-25"]
+    assert "580.159.04" in " ".join(h100.drivers) and h100.dates == ["2026-11-25", "2026-11-27"]
     kinds = {f.kind for f in h100.files}
     assert {"experiments", "accuracy", "optimizers", "assets", "raster_check", "block_rule"} <= kinds
-    assert sum(f.records for f in h100.of_kind("experiments")) == 2745
+    assert [f.records for f in h100.of_kind("experiments")] == [2745, 2745]
     assert sum(f.records for f in h100.of_kind("block_rule")) == 23874
+    h100_vulkan = next(g for k, g in groups.items() if k[0] == vulkan[0])
+    assert h100_vulkan.dates == ["2026-11-27"] and "580.159.04" in " ".join(h100_vulkan.drivers)
+    assert sum(f.records for f in h100_vulkan.of_kind("experiments")) == 2745
+    assert sum(f.records for f in h100_vulkan.of_kind("block_rule")) == 11923
     # files that name no renderer join their group by name and date
     log = next(f for f in h100.files if f.kind == "log")
     assert log.by_name and log.renderer == H100
@@ -201,11 +205,30 @@ def test_h100_figures_are_read_from_the_files():
     want = csv[(csv["mesh"] == "bunny") & (csv["method"] == "batch") & (csv["numbering"] == "first use")]
     got = frame.set_index("mesh, vertex numbering").loc["bunny, first use", "batch"]
     assert got == want["measured_asr"].iloc[0]
-    exact = exact_table(h100).set_index("draw set")
-    assets = exact.loc[[i for i in exact.index if i.startswith("glTF asset draws")][0]]
-    assert assets["draws"] == 358 and assets["nvidia_gl+16bit"] == 100.0
-    opt = exact.loc[[i for i in exact.index if i.startswith("optimizer outputs")][0]]
-    assert opt["draws"] == 182 and opt["nvidia_gl+16bit"] == 100.0 and opt["nvidia_gl"] < 100.0
+    assert source == "nvidia_optimizers_2026-11-27.csv" and "portable" in frame   # the newest file
+    exact = exact_table(h100).set_index("file")
+    for date in ("2026-11-25", "2026-11-27"):
+        assets = exact.loc[f"nvidia_assets_{date}.csv"]
+        assert assets["draws"] == 358 and assets["nvidia_gl+16bit"] == 100.0
+    for date, draws in (("2026-11-25", 182), ("2026-11-27", 208)):
+        opt = exact.loc[f"nvidia_optimizers_{date}.csv"]
+        assert opt["draws"] == draws and opt["nvidia_gl+16bit"] == 100.0 and opt["nvidia_gl"] < 100.0
+
+
+def test_measured_gains_are_the_default_orders_from_the_newest_file():
+    """The verdict's measured line: ``portable`` (the default) against meshoptimizer, first-use
+    numbering, from the H100's newest optimizers file; files from before it give ``batch``."""
+    groups = {g.renderer: g for g in read_results(RESULTS) if g.api == "OpenGL"}
+    gain = measured_gains({"group": groups[H100]})
+    assert (gain["method"], gain["file"], gain["meshes"]) == ("portable", "nvidia_optimizers_2026-11-27.csv", 13)
+    csv = pd.read_csv(RESULTS / gain["file"])
+    first_use = csv[csv["numbering"] == "first use"].pivot(index="mesh", columns="method", values="measured")
+    ratio = first_use["portable"] / first_use["meshoptimizer"]
+    assert gain["ratio"] == pytest.approx(float(np.exp(np.log(ratio).mean())), rel=1e-12) and gain["ratio"] < 0.96
+    assert (gain["worst_mesh"], gain["worst"]) == ("tree", 1.0)
+    older = SimpleNamespace(of_kind=lambda kind: [f for f in groups[H100].of_kind(kind) if "11-25" in f.path.name],
+                            renderer=H100, api="OpenGL", dates=["2026-11-25"])
+    assert measured_gains({"group": older})["method"] == "batch"
 
 
 def test_block_rule_draws_are_predicted_again_from_their_seed():

@@ -196,35 +196,36 @@ def exact_table(group: GPUResults, block_rule_stride: int | None = None) -> pd.D
 
 def optimizer_table(group: GPUResults) -> tuple[pd.DataFrame, str, str] | None:
     """Measured ASR of every optimizer on every mesh (rows mesh and numbering, columns methods),
-    from an optimizers file; else measured ASR per triangle order from the accuracy file.
-    Returns the table, its source file and what it shows."""
+    from the newest optimizers file; else measured ASR per triangle order from the newest
+    accuracy file.  Returns the table, its source file and what it shows."""
     files = group.of_kind("optimizers")
     if files:
-        df = files[0].data
+        df = files[-1].data
         wide = df.pivot_table(index=["mesh", "numbering"], columns="method", values="measured_asr", sort=False)
         wide = wide.reset_index()
         wide.insert(0, "mesh ", [f"{m}, {n}" for m, n in zip(wide["mesh"], wide["numbering"], strict=True)])
         wide = wide.drop(columns=["mesh", "numbering"]).rename(columns={"mesh ": "mesh, vertex numbering"})
         wide.columns.name = None
-        return wide, files[0].path.name, ("measured ASR of every optimizer, as each returns its order "
-                                          "and renumbered by first use")
+        return wide, files[-1].path.name, ("measured ASR of every optimizer, as each returns its order "
+                                           "and renumbered by first use")
     files = group.of_kind("accuracy")
     if files:
-        df = files[0].data
+        df = files[-1].data
         draws = df.drop_duplicates(["mesh", "draw", "order"])
         g = draws.groupby(["mesh", "order"], sort=False)[["measured", "triangles"]].sum().reset_index()
         g["asr"] = g["measured"] / g["triangles"]
         wide = g.pivot_table(index="mesh", columns="order", values="asr", sort=False).reset_index()
         wide.columns.name = None
-        return wide, files[0].path.name, "measured ASR per triangle order ('optimized': meshoptimizer's)"
+        return wide, files[-1].path.name, "measured ASR per triangle order ('optimized': meshoptimizer's)"
     return None
 
 
 def _asset_table(group: GPUResults) -> tuple[pd.DataFrame, str] | None:
+    """Measured invocations per asset and variant, from the newest assets file."""
     files = group.of_kind("assets")
     if not files:
         return None
-    df = files[0].data
+    df = files[-1].data
     g = df.groupby(["asset", "variant"], sort=False).agg(measured=("measured", "sum"), vertices=("vertices", "sum"))
     inv = g["measured"].unstack("variant")
     verts = g["vertices"].unstack("variant")
@@ -233,18 +234,18 @@ def _asset_table(group: GPUResults) -> tuple[pd.DataFrame, str] | None:
         out[f"vertices {v}"] = verts[v]
     out = out.reset_index()
     out.columns.name = None
-    return out, files[0].path.name
+    return out, files[-1].path.name
 
 
 def _raster_table(group: GPUResults) -> tuple[pd.DataFrame, str] | None:
     files = group.of_kind("raster_check")
     if not files:
         return None
-    df = files[0].data
+    df = files[-1].data
     cols = {"scene": "scene", "frame": "frame", "coverage_diff_pixels": "coverage diff. px",
             "shaded_diff_pixels": "shaded diff. px", "shaded_total_model": "shaded (model)",
             "shaded_total_gl": "shaded (GPU)", "depth_diff_pixels": "depth diff. px", "reasons": "why"}
-    return df[[c for c in cols if c in df]].rename(columns=cols), files[0].path.name
+    return df[[c for c in cols if c in df]].rename(columns=cols), files[-1].path.name
 
 
 def _files_table(group: GPUResults) -> pd.DataFrame:

@@ -107,23 +107,25 @@ def verdict_rows(result, asset_totals: pd.DataFrame | None = None) -> pd.DataFra
 
 
 def measured_gains(entry: dict) -> dict | None:
-    """From a GPU's optimizers file: the batch order's measured invocations over
-    meshoptimizer's, vertices numbered by first use in both (what gltfpack ships), geometric
-    mean over the meshes, with the worst mesh."""
+    """From a GPU's newest optimizers file: the default order's measured invocations (the
+    ``portable`` column, or the ``batch`` one in files from before it) over meshoptimizer's,
+    vertices numbered by first use in both (what gltfpack ships), geometric mean over the
+    meshes, with the worst mesh."""
     group = entry["group"]
     files = group.of_kind("optimizers")
     if not files:
         return None
-    df = files[0].data
+    df = files[-1].data
     df = df[df["numbering"] == "first use"] if "first use" in set(df["numbering"]) else df
     wide = df.pivot_table(index="mesh", columns="method", values="measured", sort=False)
-    if "batch" not in wide or REFERENCE not in wide:
+    method = next((m for m in ("portable", "batch") if m in wide), None)
+    if method is None or REFERENCE not in wide:
         return None
-    ratio = (wide["batch"] / wide[REFERENCE]).dropna()
+    ratio = (wide[method] / wide[REFERENCE]).dropna()
     if not len(ratio):
         return None
-    return {"renderer": group.renderer, "api": group.api, "dates": group.dates, "file": files[0].path.name,
-            "meshes": len(ratio), "ratio": float(np.exp(np.log(ratio).mean())),
+    return {"renderer": group.renderer, "api": group.api, "dates": group.dates, "file": files[-1].path.name,
+            "method": method, "meshes": len(ratio), "ratio": float(np.exp(np.log(ratio).mean())),
             "worst": float(ratio.max()), "worst_mesh": str(ratio.idxmax())}
 
 
@@ -185,8 +187,10 @@ def verdict_section(shipped: dict, assets: dict | None = None, gains: list | Non
             f"predicts {vals.min():.3f}x to {vals.max():.3f}x the invocations of `gltfpack -noq` over the "
             f"{len(vals)} GPUs (section 2).")
     for gain in gains or []:
-        text = (f"Measured on {gain['renderer']} ({gain['api']}, {', '.join(gain['dates'])}): the batch "
-                f"optimizer's order took {_change(gain['ratio'])} {REFERENCE}'s over {gain['meshes']} meshes "
+        order = ("the `portable` order (the default)" if gain["method"] == "portable"
+                 else "the batch optimizer's order")
+        text = (f"Measured on {gain['renderer']} ({gain['api']}, {', '.join(gain['dates'])}): {order} "
+                f"took {_change(gain['ratio'])} {REFERENCE}'s over {gain['meshes']} meshes "
                 f"(geometric mean, vertices numbered by first use in both; worst mesh {gain['worst_mesh']} "
                 f"{gain['worst']:.3f}x)")
         top = (exact or {}).get((gain["renderer"], gain["api"]))
