@@ -9,7 +9,8 @@ waves in the order they allocated.
 Two GLSL routes, whichever the driver offers: ``GL_KHR_shader_subgroup`` (NVIDIA, recent
 Mesa) and ``GL_ARB_shader_ballot`` (Mesa llvmpipe: 8-wide subgroups on a 256-bit host).
 Where neither exists :func:`capture_waves` returns a result with ``supported=False`` and
-a reason, never an exception.
+a reason, never an exception.  Through WebGPU the same capture is written in WGSL
+(:mod:`gpu_probe.wgpu_waves`; ``capture_waves(..., counter=wgpu_counter(...))``).
 """
 
 from __future__ import annotations
@@ -140,12 +141,38 @@ def subgroup_support() -> tuple[str | None, str]:
                   "nor GL_ARB_shader_ballot); wave capture is unsupported")
 
 
-def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:
+def parse_waves(data: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """The capture buffer (``data[0]``: words used; then per wave: active lanes, subgroup size,
+    each lane's vertex index) -> (the waves' vertex indices in allocation order, the largest
+    subgroup size recorded)."""
+    used = int(data[0])
+    if used > data.size - 1:
+        raise MeshoptBatchError("wave capture: corrupt output (more words used than written)")
+    body = data[1:1 + used]
+    waves, size, i = [], 0, 0
+    while i + _HEADER <= body.size:
+        lanes = int(body[i])
+        size = max(size, int(body[i + 1]))
+        if lanes == 0:
+            raise MeshoptBatchError("wave capture: corrupt output (a wave with no lanes)")
+        waves.append(body[i + _HEADER:i + _HEADER + lanes].astype(np.int64))
+        i += _HEADER + lanes
+    return waves, size
+
+
+def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32, *, counter=None) -> Waves:
     """Record which vertex indices each wave shaded for one indexed draw.
+
+    ``counter``: a WebGPU counter (:func:`gpu_probe.wgpu_counter.wgpu_counter`) to capture
+    through it (:mod:`gpu_probe.wgpu_waves`); default, or an OpenGL counter: OpenGL.
 
     Returns a :class:`Waves` with ``supported=False`` (and the reason) when the driver has
     no usable subgroup operations in vertex shaders.
     """
+    if counter is not None and counter.info.get("api") == "wgpu":
+        from .wgpu_waves import capture_waves_wgpu  # lazy: loads wgpu only when asked
+
+        return capture_waves_wgpu(counter, triangles, vertex_count, index_dtype)
     import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
     ctx = get_context()
@@ -176,16 +203,7 @@ def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:
         ctx.disable(moderngl.RASTERIZER_DISCARD)
         for o in (vao, ibo, vbo, out, fbo):
             o.release()
-    used = int(data[0])
-    body = data[1:1 + used]
-    waves, size, i = [], 0, 0
-    while i + _HEADER <= body.size:
-        lanes = int(body[i])
-        size = max(size, int(body[i + 1]))
-        if lanes == 0:
-            raise MeshoptBatchError("wave capture: corrupt output (a wave with no lanes)")
-        waves.append(body[i + _HEADER:i + _HEADER + lanes].astype(np.int64))
-        i += _HEADER + lanes
+    waves, size = parse_waves(data)
     return Waves(True, extension=route, subgroup_size=size, waves=waves,
                  renderer=info["renderer"])
 

@@ -49,6 +49,8 @@ from .invocations import Measurement, _index_array
 BACKENDS = {"Vulkan": "Vulkan", "Metal": "Metal", "D3D12": "DX12"}
 STORAGE_FEATURE = "vertex-writable-storage"
 QUERY_FEATURE = "pipeline-statistics-query"
+#: wgpu-native's features for WGSL subgroup operations in vertex shaders (wave capture).
+SUBGROUP_FEATURES = ("subgroup", "subgroup-vertex")
 #: Debian/Ubuntu packages of Mesa's lavapipe, a Vulkan implementation on the CPU.
 LAVAPIPE_PACKAGES = "mesa-vulkan-drivers libvulkan1"
 INSTALL_HINT = ("install a GPU driver with Vulkan (Windows: Direct3D 12; macOS: Metal), or Mesa's "
@@ -111,12 +113,13 @@ def _label(adapter) -> str:
 
 def adapter_records() -> list[dict]:
     """What :func:`wgpu_counter` can choose from: label, backend, type, driver and whether the
-    adapter has the two counters' features, best first."""
+    adapter has the two counters' features and wave capture's, best first."""
     with _lock:
         ranked = sorted(_enumerate(), key=_rank)
     return [{"adapter": _label(a), "backend": a.info["backend_type"], "type": a.info["adapter_type"],
              "driver": a.info["description"], "storage_counter": STORAGE_FEATURE in a.features,
-             "pipeline_statistics": QUERY_FEATURE in a.features} for a in ranked]
+             "pipeline_statistics": QUERY_FEATURE in a.features,
+             "subgroup_vertex": all(f in a.features for f in SUBGROUP_FEATURES)} for a in ranked]
 
 
 def _rank(adapter):
@@ -221,7 +224,10 @@ class WgpuCounter:
         self.adapter = adapter
         i = adapter.info
         self.has_query = QUERY_FEATURE in adapter.features
-        features = [STORAGE_FEATURE] + ([QUERY_FEATURE] if self.has_query else [])
+        #: WGSL subgroup operations in vertex shaders, for :mod:`gpu_probe.wgpu_waves`
+        self.has_subgroup_vertex = all(f in adapter.features for f in SUBGROUP_FEATURES)
+        features = ([STORAGE_FEATURE] + ([QUERY_FEATURE] if self.has_query else [])
+                    + (list(SUBGROUP_FEATURES) if self.has_subgroup_vertex else []))
         lim = adapter.limits
         # per-vertex counts of one chunk: one storage binding, and half a buffer (read back with the rest)
         self.max_binding = int(min(lim["max-storage-buffer-binding-size"], lim["max-buffer-size"] // 2))

@@ -115,10 +115,31 @@ def test_importing_the_probe_and_the_cli_does_not_load_wgpu():
 @pytest.mark.parametrize("argv, says", [
     (["probe", "--adapter", "x"], "--adapter picks a WebGPU adapter: add --api wgpu"),
     (["probe", "--api", "wgpu", "--counter", "gpu_probe.simulated:amd"], "--counter replaces the GPU"),
-    (["probe", "--api", "wgpu", "--waves"], "--waves captures waves through OpenGL only"),
+    (["probe", "--waves", "--counter", "gpu_probe.simulated:amd"], "--waves captures waves on a GPU"),
 ])
 def test_conflicting_options_are_one_line_errors(capsys, argv, says):
     assert says in _one_line_error(capsys, argv)
+
+
+def test_wave_capture_through_webgpu_needs_subgroups_in_vertex_shaders(counter, capsys):
+    """Where the adapter has no ``subgroup-vertex`` (lavapipe), the capture says so and ``probe
+    MESH --api wgpu --waves`` prints why; where it has it, the waves hold every vertex the draw
+    shades, as many times as the counter measures."""
+    from gpu_probe.waves import capture_waves
+
+    tri = (np.arange(600, dtype=np.uint32) * 7 % 150).reshape(-1, 3)
+    w = capture_waves(tri, 150, counter=counter)
+    if counter.has_subgroup_vertex:
+        flat = np.concatenate(w.waves)
+        assert w.supported and len(flat) == counter.measure(tri, 150).invocations
+        assert set(flat.tolist()) == set(tri.ravel().tolist())
+        return
+    assert not w.supported and "subgroup-vertex" in w.reason and w.renderer == counter.info["renderer"]
+    path, _ = _bunny()
+    assert cli.main(["probe", str(path), "--api", "wgpu", "--waves", "--profile", "llvmpipe"]) == 0
+    assert "waves: unsupported:" in capsys.readouterr().out
+    adapters = wc.adapter_records()
+    assert all(isinstance(a["subgroup_vertex"], bool) for a in adapters)
 
 
 def test_unknown_api_is_refused_by_the_counter_factory():

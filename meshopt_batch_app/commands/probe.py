@@ -112,7 +112,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> 
             row.setdefault("predicted", {})[p.name] = int(inv)
         per_draw.append(row)
         if waves:
-            w = capture_waves(tri, d.vertex_count, _index_dtype(index_type, d))
+            w = capture_waves(tri, d.vertex_count, _index_dtype(index_type, d), counter=counter)
             wave_info.append({"draw": d.name, **w.to_dict(limit=16)})
     T = tot["triangles"]
     asr = tot["invocations"] / T if T else 0.0
@@ -157,15 +157,11 @@ def run(args) -> int:
     if args.raw and not args.experiments:
         raise MeshoptBatchError("--raw needs --experiments or --fit")
     if args.waves and args.counter:
-        raise MeshoptBatchError("--waves needs the OpenGL counter (no --counter)")
+        raise MeshoptBatchError("--waves captures waves on a GPU (OpenGL, or --api wgpu), not through --counter")
     if args.counter and (args.api != "gl" or args.adapter):
         raise MeshoptBatchError("--counter replaces the GPU: drop --api/--adapter")
     if args.adapter and args.api != "wgpu":
         raise MeshoptBatchError("--adapter picks a WebGPU adapter: add --api wgpu")
-    if args.waves and args.api == "wgpu":
-        raise MeshoptBatchError("--waves captures waves through OpenGL only (WGSL subgroup operations "
-                                "in a vertex shader need the wgpu feature subgroup-vertex): drop "
-                                "--api wgpu")
     profiles = split_values(args.profile) or [*builtin_profile_names(), "nvidia_gl+16bit"]
     for spec in profiles:
         get_profile(spec)
@@ -251,7 +247,8 @@ def _print_human(out: dict) -> None:
     for a in out.get("adapters", []):
         print(f"adapter: {a['adapter']}, driver {a['driver']}: storage counter "
               f"{'yes' if a['storage_counter'] else 'no'}, pipeline statistics "
-              f"{'yes' if a['pipeline_statistics'] else 'no'}")
+              f"{'yes' if a['pipeline_statistics'] else 'no'}, wave capture "
+              f"{'yes' if a['subgroup_vertex'] else 'no (no subgroup-vertex)'}")
     if "measured" in out:
         m = out["measured"]
         print(f"{out['mesh']}: {out['triangles']} triangles, {out['vertices']} vertices")
