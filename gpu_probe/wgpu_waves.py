@@ -6,8 +6,8 @@ offset; every lane writes its vertex index at ``offset + its rank among the acti
 (an exclusive prefix sum over the subgroup); the first lane also writes the number of active
 lanes and the subgroup size.  Reading the buffer back gives the waves in the order they
 allocated.  Where a vertex shader may not read the ``subgroup_size`` built-in (naga refused it
-on the H100 through Vulkan), the subgroup size is the widest wave of one draw of unshared
-vertices, made once per counter.
+on the H100 through Vulkan), the subgroup size is the widest wave of one draw of a strip, made
+once per counter.
 
 WGSL subgroup operations in a vertex shader need the adapter's ``subgroup-vertex`` feature
 (wgpu-native; Vulkan drivers whose subgroups reach the vertex stage).  Without it
@@ -117,17 +117,19 @@ def _capture(counter, pipeline, layout, ibuf: np.ndarray, vertex_count: int) -> 
     return parse_waves(data)
 
 
-#: Triangles of the draw that finds the subgroup size where the shader cannot read it: every
-#: vertex its own, so the GPU fills each wave as far as it ever does.
+#: Triangles of the draw that finds the subgroup size where the shader cannot read it: a strip
+#: given as a list, ``(k, k+1, k+2)``, each triangle one new vertex, so a batch grows to any
+#: bound on its distinct vertices (NVIDIA's 32; unshared vertices would stop it at 30).
 CALIBRATION_TRIANGLES = 4096
 
 
 def _subgroup_size(counter, pipeline, layout) -> int:
-    """The widest wave of a draw of unshared vertices (once per counter): the subgroup size,
-    where the vertex shader may not read ``subgroup_size``."""
+    """The widest wave of a draw of a strip (once per counter): the subgroup size, where the
+    vertex shader may not read ``subgroup_size``."""
     if getattr(counter, "_wave_size", None) is None:
-        flat = np.arange(3 * CALIBRATION_TRIANGLES, dtype=np.uint32)
-        waves, _ = _capture(counter, pipeline, layout, flat, flat.size)
+        k = np.arange(CALIBRATION_TRIANGLES, dtype=np.uint32)
+        strip = np.stack([k, k + 1, k + 2], axis=1)
+        waves, _ = _capture(counter, pipeline, layout, strip.reshape(-1), CALIBRATION_TRIANGLES + 2)
         counter._wave_size = max((len(w) for w in waves), default=0)
     return counter._wave_size
 
