@@ -61,10 +61,15 @@ from gpu_probe import simulated  # noqa: E402
 from gpu_probe.accuracy import accuracy_table, mse_by_order, mse_table, plot_accuracy  # noqa: E402
 from gpu_probe.context import GLUnavailableError  # noqa: E402
 from gpu_probe.corpus import _cache, load_draws, optimize_order, ordered, shared_meshes_dir  # noqa: E402
-from gpu_probe.counters import FunctionCounter, api_counter, renderer_record, resolve_counter  # noqa: E402
+from gpu_probe.counters import (  # noqa: E402
+    FunctionCounter,
+    api_counter,
+    capture_waves_through,
+    renderer_record,
+    resolve_counter,
+)
 from gpu_probe.experiments import run_experiments  # noqa: E402
 from gpu_probe.fit import fit  # noqa: E402
-from gpu_probe.waves import capture_waves  # noqa: E402
 from meshes import shared_mesh_path  # noqa: E402
 from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
@@ -227,7 +232,7 @@ def bench_waves(profile, counter=None):
         for d in load_draws(path):
             for order in ("original", "shuffled", "optimized"):
                 tri = ordered(d, order, 0)
-                w = capture_waves(tri, d.vertex_count, d.index_dtype, counter=counter)
+                w = capture_waves_through(counter, tri, d.vertex_count, d.index_dtype)
                 if not w.supported:
                     print(f"waves: {w.reason}")
                     return pd.DataFrame()

@@ -56,6 +56,19 @@ def wgpu_counter(adapter: str | None = None):
     return counter_of(adapter)
 
 
+def capture_waves_through(counter, triangles, vertex_count=None, index_dtype=np.uint32):
+    """Which vertex indices each wave shaded for one indexed draw (paper 001 sec. 3.2), through
+    ``counter``'s API: :func:`gpu_probe.wgpu_waves.capture_waves_wgpu` for a WebGPU counter,
+    :func:`gpu_probe.waves.capture_waves` (OpenGL) for anything else or None."""
+    if counter is not None and counter.info.get("api") == "wgpu":
+        from .wgpu_waves import capture_waves_wgpu  # lazy: wgpu loads only for --api wgpu
+
+        return capture_waves_wgpu(counter, triangles, vertex_count, index_dtype)
+    from .waves import capture_waves  # lazy: OpenGL loads only when asked
+
+    return capture_waves(triangles, vertex_count, index_dtype)
+
+
 def api_counter(api: str = "gl", adapter: str | None = None):
     """The counter of ``api`` (``"gl"`` or ``"wgpu"``); ``adapter`` picks a WebGPU adapter.
 

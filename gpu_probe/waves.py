@@ -10,7 +10,8 @@ Two GLSL routes, whichever the driver offers: ``GL_KHR_shader_subgroup`` (NVIDIA
 Mesa) and ``GL_ARB_shader_ballot`` (Mesa llvmpipe: 8-wide subgroups on a 256-bit host).
 Where neither exists :func:`capture_waves` returns a result with ``supported=False`` and
 a reason, never an exception.  Through WebGPU the same capture is written in WGSL
-(:mod:`gpu_probe.wgpu_waves`; ``capture_waves(..., counter=wgpu_counter(...))``).
+(:mod:`gpu_probe.wgpu_waves`); :func:`gpu_probe.counters.capture_waves_through` captures through
+a counter's API.
 """
 
 from __future__ import annotations
@@ -160,19 +161,13 @@ def parse_waves(data: np.ndarray) -> tuple[list[np.ndarray], int]:
     return waves, size
 
 
-def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32, *, counter=None) -> Waves:
-    """Record which vertex indices each wave shaded for one indexed draw.
-
-    ``counter``: a WebGPU counter (:func:`gpu_probe.wgpu_counter.wgpu_counter`) to capture
-    through it (:mod:`gpu_probe.wgpu_waves`); default, or an OpenGL counter: OpenGL.
+def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:
+    """Record which vertex indices each wave shaded for one indexed draw, through OpenGL
+    (:func:`gpu_probe.counters.capture_waves_through` picks the API of a counter).
 
     Returns a :class:`Waves` with ``supported=False`` (and the reason) when the driver has
     no usable subgroup operations in vertex shaders.
     """
-    if counter is not None and counter.info.get("api") == "wgpu":
-        from .wgpu_waves import capture_waves_wgpu  # lazy: loads wgpu only when asked
-
-        return capture_waves_wgpu(counter, triangles, vertex_count, index_dtype)
     import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
     ctx = get_context()

@@ -125,10 +125,10 @@ def test_wave_capture_through_webgpu_needs_subgroups_in_vertex_shaders(counter, 
     """Where the adapter has no ``subgroup-vertex`` (lavapipe), the capture says so and ``probe
     MESH --api wgpu --waves`` prints why; where it has it, the waves hold every vertex the draw
     shades, as many times as the counter measures."""
-    from gpu_probe.waves import capture_waves
+    from gpu_probe.counters import capture_waves_through
 
     tri = (np.arange(600, dtype=np.uint32) * 7 % 150).reshape(-1, 3)
-    w = capture_waves(tri, 150, counter=counter)
+    w = capture_waves_through(counter, tri, 150)
     if counter.has_subgroup_vertex:
         flat = np.concatenate(w.waves)
         assert w.supported and len(flat) == counter.measure(tri, 150).invocations

@@ -80,8 +80,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> 
     """Measure every draw of ``path`` with ``counter`` (default OpenGL) and predict it with
     ``profiles``."""
     from gpu_probe.corpus import load_draws  # lazy: the probe loads only for this command
-    from gpu_probe.counters import gl_counter  # lazy: as above
-    from gpu_probe.waves import capture_waves  # lazy: as above
+    from gpu_probe.counters import capture_waves_through, gl_counter  # lazy: as above
 
     counter = gl_counter() if counter is None else counter
 
@@ -112,7 +111,7 @@ def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> 
             row.setdefault("predicted", {})[p.name] = int(inv)
         per_draw.append(row)
         if waves:
-            w = capture_waves(tri, d.vertex_count, _index_dtype(index_type, d), counter=counter)
+            w = capture_waves_through(counter, tri, d.vertex_count, _index_dtype(index_type, d))
             wave_info.append({"draw": d.name, **w.to_dict(limit=16)})
     T = tot["triangles"]
     asr = tot["invocations"] / T if T else 0.0
