@@ -23,11 +23,13 @@ subgroupBroadcastFirst).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .invocations import _index_array
 from .waves import Waves, parse_waves
-from .wgpu_counter import _padded
+from .wgpu_counter import WgpuProbeError, _padded
 
 _SHADER = """
 @group(0) @binding(0) var<storage, read_write> out: array<atomic<u32>>;
@@ -61,11 +63,15 @@ fn fs() -> @location(0) vec4<f32> {
 _VARIANTS = (("@builtin(subgroup_size) size: u32,", "size"), ("", "0u"))
 
 
+#: Per counter: its capture pipeline (or why there is none) and its subgroup size, made once.
+_made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _pipeline(counter):
     """The capture pipeline on ``counter``'s device (compiled once), or the reason it cannot be."""
-    cached = getattr(counter, "_wave_pipeline", None)
-    if cached is not None:
-        return cached
+    made = _made.setdefault(counter, {})
+    if "pipeline" in made:
+        return made["pipeline"]
     dev, errors = counter.device, []
     layout = dev.create_bind_group_layout(entries=[
         {"binding": 0, "visibility": counter.wgpu.ShaderStage.VERTEX, "buffer": {"type": "storage"}}])
@@ -79,16 +85,26 @@ def _pipeline(counter):
                     "attributes": [{"format": "float32x3", "offset": 0, "shader_location": 0}]}]},
                 primitive={"topology": "triangle-list", "cull_mode": "none"},
                 fragment={"module": module, "entry_point": "fs", "targets": [{"format": "rgba8unorm"}]})
-            counter._wave_pipeline = (pipeline, layout, "")
-            return counter._wave_pipeline
+            made["pipeline"] = (pipeline, layout, "")
+            return made["pipeline"]
         except Exception as exc:  # noqa: BLE001 -- wgpu reports shader and pipeline errors as plain exceptions
             errors.append(" ".join(str(exc).split())[:300])
-    counter._wave_pipeline = (None, None, "the capture shader was refused: " + " | ".join(errors))
-    return counter._wave_pipeline
+    made["pipeline"] = (None, None, "the capture shader was refused: " + " | ".join(errors))
+    return made["pipeline"]
 
 
 def _capture(counter, pipeline, layout, ibuf: np.ndarray, vertex_count: int) -> tuple[list[np.ndarray], int]:
     """One draw of ``ibuf`` with the capture pipeline: (waves, subgroup size recorded or 0)."""
+    wgpu = counter.wgpu
+    try:
+        data = _draw(counter, pipeline, layout, ibuf, vertex_count)
+    except wgpu.GPUError as exc:
+        raise WgpuProbeError(f"wgpu ({counter.info['adapter']}): {' '.join(str(exc).split())[:400]}") from None
+    return parse_waves(data)
+
+
+def _draw(counter, pipeline, layout, ibuf: np.ndarray, vertex_count: int) -> np.ndarray:
+    """The capture buffer of one draw (see :func:`gpu_probe.waves.parse_waves`)."""
     wgpu, dev = counter.wgpu, counter.device
     u = wgpu.BufferUsage
     words = 1 + 3 * max(ibuf.size, 1) + 16      # worst case: one lane per wave
@@ -114,7 +130,7 @@ def _capture(counter, pipeline, layout, ibuf: np.ndarray, vertex_count: int) -> 
     staging.unmap()
     for buf in (index_buffer, vertex_buffer, out, staging):
         buf.destroy()
-    return parse_waves(data)
+    return data
 
 
 #: Triangles of the draw that finds the subgroup size where the shader cannot read it: a strip
@@ -126,12 +142,13 @@ CALIBRATION_TRIANGLES = 4096
 def _subgroup_size(counter, pipeline, layout) -> int:
     """The widest wave of a draw of a strip (once per counter): the subgroup size, where the
     vertex shader may not read ``subgroup_size``."""
-    if getattr(counter, "_wave_size", None) is None:
+    made = _made.setdefault(counter, {})
+    if "size" not in made:
         k = np.arange(CALIBRATION_TRIANGLES, dtype=np.uint32)
         strip = np.stack([k, k + 1, k + 2], axis=1)
         waves, _ = _capture(counter, pipeline, layout, strip.reshape(-1), CALIBRATION_TRIANGLES + 2)
-        counter._wave_size = max((len(w) for w in waves), default=0)
-    return counter._wave_size
+        made["size"] = max((len(w) for w in waves), default=0)
+    return made["size"]
 
 
 def capture_waves_wgpu(counter, triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:

@@ -142,6 +142,20 @@ def test_wave_capture_through_webgpu_needs_subgroups_in_vertex_shaders(counter, 
     assert all(isinstance(a["subgroup_vertex"], bool) for a in adapters)
 
 
+def test_a_refused_capture_shader_is_a_reason_not_an_exception(counter, monkeypatch):
+    """A device that claims subgroup operations but refuses them in a vertex shader (here: one
+    told it has them)."""
+    if counter.has_subgroup_vertex:
+        pytest.skip("this adapter has subgroup-vertex: the capture shader is accepted")
+    from gpu_probe import wgpu_waves
+    from gpu_probe.counters import capture_waves_through
+
+    monkeypatch.setattr(counter, "has_subgroup_vertex", True)
+    monkeypatch.setattr(wgpu_waves, "_made", wgpu_waves.weakref.WeakKeyDictionary())
+    w = capture_waves_through(counter, np.arange(6, dtype=np.uint32).reshape(-1, 3), 6)
+    assert not w.supported and w.reason.startswith("the capture shader was refused: ")
+
+
 def test_unknown_api_is_refused_by_the_counter_factory():
     from gpu_probe.counters import api_counter
 
