@@ -126,7 +126,7 @@ def _draw(counter, pipeline, layout, ibuf: np.ndarray, vertex_count: int) -> np.
     enc.copy_buffer_to_buffer(out, 0, staging, 0, words * 4)
     dev.queue.submit([enc.finish()])
     staging.map_sync(wgpu.MapMode.READ)
-    data = np.frombuffer(staging.read_mapped(copy=True), np.uint32).copy()
+    data = np.frombuffer(staging.read_mapped(copy=True), np.uint32)
     staging.unmap()
     for buf in (index_buffer, vertex_buffer, out, staging):
         buf.destroy()

@@ -150,9 +150,12 @@ def test_gltf_asset_draws_measured_on_the_h100(csv):
     assert checked >= 100
 
 
-def test_each_h100_wave_was_one_predicted_batch():
-    """``bench_probe.py --waves``: the H100 shaded every batch of Algorithm 1 in one 32-wide wave."""
-    df = _mesh_rows("nvidia_waves_2026-11-25.csv")
+@pytest.mark.parametrize("csv", ["nvidia_waves_2026-11-25.csv", "nvidia_vulkan_waves_2026-11-27.csv"],
+                         ids=["opengl", "vulkan"])
+def test_each_h100_wave_was_one_predicted_batch(csv):
+    """``bench_probe.py --waves``: the H100 shaded every batch of Algorithm 1 in one 32-wide wave
+    (through Vulkan: ``--api wgpu``, :mod:`gpu_probe.wgpu_waves`)."""
+    df = _mesh_rows(csv)
     assert (df.subgroup_size == 32).all() and (df.waves_equal_to_a_batch == df.waves).all()
     checked = 0
     for mesh, group in df.groupby("mesh", sort=False):
