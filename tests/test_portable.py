@@ -154,19 +154,33 @@ def test_portable_beats_meshoptimizer_on_a_scan():
     assert codec_bits(res.triangles).raw <= 1.03 * codec_bits(_reference(mesh.triangles, mesh.vertex_count)).raw
 
 
-def test_never_worse_keeps_an_input_no_order_beats_on_every_profile():
-    mesh = meshes.torus(48, 24)        # row order: better for a FIFO of 128 than any reordering here
+def test_never_worse_refuses_a_trade_between_gpus_and_keeps_the_input():
+    # the torus in rows: Hoppe's order shades fewer vertices on four profiles and more on
+    # intel's FIFO, which the rows serve better; for a target of several GPUs that is refused
+    mesh = meshes.torus(48, 24)
     tris = np.asarray(mesh.triangles, np.int64)
-    options = SetOptions(get_method("batch"), get_target("portable"))
-    outcome = optimize_vertex_set(None, [tris], mesh.vertex_count, options)
+    target = get_target("portable")
+    res = optimize(tris, mesh.vertex_count, method="hoppe", profile=target)
+    hoppe = np.asarray(res.triangles, np.int64)
+    if res.vertex_remap is not None:
+        hoppe = np.asarray(res.vertex_remap, np.int64)[hoppe]
+    names = [p.name for p in target.profiles]
+    before = dict(zip(names, judged(tris, mesh.vertex_count, target), strict=True))
+    after = dict(zip(names, judged(hoppe, mesh.vertex_count, target), strict=True))
+    assert after["intel"] > before["intel"] and after["nvidia_gl"] < before["nvidia_gl"]
+    outcome = optimize_vertex_set(None, [tris], mesh.vertex_count, SetOptions(get_method("hoppe"), target))
     buf = outcome.buffers[0]
-    assert all(buf.after_all[k] <= buf.before_all[k] for k in buf.before_all)
+    assert buf.order == "input" and buf.after_all == buf.before_all == before
+    back = buf.triangles if outcome.source is None else outcome.source[buf.triangles]
+    assert np.array_equal(back, tris)
+    # the batch method's order for the same rows is at or below them everywhere, so it is taken
+    outcome = optimize_vertex_set(None, [tris], mesh.vertex_count, SetOptions(get_method("batch"), target))
+    buf = outcome.buffers[0]
+    assert buf.order == "optimized" and all(buf.after_all[k] <= buf.before_all[k] for k in buf.before_all)
     back = buf.triangles if outcome.source is None else outcome.source[buf.triangles]
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
-    if buf.order == "input":
-        assert np.array_equal(back, tris)
     shuffled = _shuffled(mesh)
-    outcome = optimize_vertex_set(None, [shuffled], mesh.vertex_count, options)
+    outcome = optimize_vertex_set(None, [shuffled], mesh.vertex_count, SetOptions(get_method("batch"), target))
     buf = outcome.buffers[0]
     assert buf.order == "optimized"
     assert all(buf.after_all[k] < buf.before_all[k] for k in buf.before_all)
