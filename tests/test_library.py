@@ -29,9 +29,13 @@ from meshopt_batch.optimizers import get_method
 from meshopt_batch.profiles import get_profile
 from meshopt_batch_app.cli import main
 from meshopt_batch_app.library import LibrarySettings, cluster, optimize_library
+from meshopt_batch_app.library.cluster import DaskBackend
 from meshopt_batch_app.library.discovery import discover
+from meshopt_batch_app.library.dispatch import Job, WorkerLost, run_jobs
+from meshopt_batch_app.library.local import LocalBackend
 from meshopt_batch_app.library.manifest import MANIFEST_NAME, read_manifest
 from meshopt_batch_app.library.runner import RUN_MARKER
+from meshopt_batch_app.library.worker import Task
 
 SHARED = meshes.shared_meshes_dir()
 SHARED_GLTF = SHARED.parent / "gltf"
@@ -316,7 +320,8 @@ def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
 
 # ------------------------------------------------------------------------------ Dask
 def test_dask_cluster_run_equals_local_run(library, local_run, tmp_path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     local_out, local_result = local_run
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
@@ -376,3 +381,83 @@ def test_outputs_of_deleted_inputs_are_removed_and_nothing_else(tmp_path):
         assert any(p.endswith(".gltf") for p in second.removed) and len(written) > 4  # external files too
         assert not (out / "a").exists()  # the folder it left empty
     assert len(first.entries) == (5 if gltf_source.is_dir() else 3)
+
+
+# ------------------------------------------------------------------------------ a worker killed
+def _tasks(tmp_path, count):
+    """One mesh file per job, the first the largest (so the schedule starts it first)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    tasks = []
+    for i in range(count):
+        name = f"torus{i}.ply"
+        save_mesh(shuffled(meshes.torus(160 - 40 * i, 80), i), tmp_path / "in" / name)
+        tasks.append(Task(name, str(tmp_path / "in" / name), str(tmp_path / "out" / name), name, OPTIONS))
+    return tasks
+
+
+def _kill_new_workers(count, stop):
+    """Kill -9 the first ``count`` worker processes this process starts, each once it appears."""
+    import multiprocessing
+    older = {child.pid for child in multiprocessing.active_children()}
+    seen = set()
+    while len(seen) < count and not stop.is_set():
+        for child in multiprocessing.active_children():
+            if child.pid not in seen | older:
+                seen.add(child.pid)
+                os.kill(child.pid, signal.SIGKILL)
+        time.sleep(0.01)
+    return seen
+
+
+def test_a_worker_killed_twice_fails_its_file_alone_and_the_others_are_done(tmp_path):
+    # the real process pool: the worker of the first file dies, the file runs again alone on a
+    # fresh pool, dies again, fails; the others are optimized on the pool started after that
+    import threading
+    tasks = _tasks(tmp_path, 3)
+    jobs = [Job(i, task, 3 - i) for i, task in enumerate(tasks)]
+    backend = LocalBackend(1)
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=lambda: killed.append(_kill_new_workers(2, stop)))
+    killer.start()
+    time.sleep(0.2)                          # the killer has seen the processes already running
+    done, lost = {}, []
+    try:
+        run_jobs(jobs, backend, 100, lambda job, fields: done.update({job.index: fields}),
+                 lambda job, message: lost.append((job.index, message)))
+    finally:
+        stop.set()
+        killer.join()
+        backend.close()
+    assert len(killed[0]) == 2
+    assert lost == [(0, "worker process died (killed, out of memory, or crashed)")]
+    assert sorted(done) == [1, 2] and all(done[i]["status"] == "ok" for i in done)
+    assert not Path(tasks[0].output).exists()
+    for i in (1, 2):
+        assert sha(tasks[i].output) == done[i]["output_sha256"]
+
+
+def test_a_dask_worker_killed_mid_file_is_reported_and_the_file_runs_again(tmp_path):
+    import dask
+    import distributed
+    task = _tasks(tmp_path, 1)[0]
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     dashboard_address=None) as local:
+        backend = DaskBackend(local.scheduler_address)
+        try:
+            pids = backend.client.run(os.getpid)
+            future = backend.submit(Job(0, task, 1))
+            deadline = time.monotonic() + 60
+            while not any(backend.client.processing().values()) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            (pid,) = pids.values()
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(WorkerLost, match="worker process died"):
+                backend.result(future)
+            backend.client.wait_for_workers(1, timeout=60)      # the nanny starts a new one
+            assert backend.client.run(os.getpid) != pids
+            fields = backend.result(backend.submit(Job(0, task, 1)))
+        finally:
+            backend.close()
+    assert fields["status"] == "ok" and sha(task.output) == fields["output_sha256"]
