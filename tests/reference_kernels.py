@@ -30,7 +30,7 @@ import numpy as np
 from skimage.metrics import structural_similarity
 
 from pipeline_model.quality import luma
-from pipeline_model.techniques.dsr import N_STATES, DSRParams, _fsm_tables, suffix_max
+from pipeline_model.techniques.dsr import N_STATES, DSRParams
 from pipeline_model.techniques.evr import FVPTable
 
 #: ITU-R BT.601 luma weights.
@@ -141,30 +141,37 @@ def diagonal_max_numpy(coefs: np.ndarray) -> np.ndarray:
 
 
 def maxc(diag_max: np.ndarray, d, presuffixed: bool = False) -> np.ndarray:
-    """Paper 004's MaxC(D) per tile: max over diagonals ``>= d`` (``d`` scalar or per tile)."""
-    suffix = diag_max if presuffixed else suffix_max(diag_max)
-    d = np.broadcast_to(np.asarray(d, np.int64), (diag_max.shape[0],))
-    d = np.minimum(d, diag_max.shape[1] - 1)
-    return suffix[np.arange(diag_max.shape[0]), d]
+    """Paper 004's MaxC(D) per tile: max over diagonals ``>= d`` (``d`` scalar or per tile);
+    ``presuffixed``: ``diag_max`` already holds MaxC for every ``D``, so column ``d`` is it."""
+    n, nd = diag_max.shape
+    d = np.minimum(np.broadcast_to(np.asarray(d, np.int64), (n,)), nd - 1)
+    if presuffixed:
+        return diag_max[np.arange(n), d]
+    counted = np.arange(nd)[None, :] >= d[:, None]
+    return np.where(counted, diag_max, -np.inf).max(axis=1)
 
 
 def fsm_step_numpy(state: np.ndarray, diag_max: np.ndarray, params: DSRParams,
                    reduce: bool = True, increase: bool = True,
                    presuffixed: bool = False) -> np.ndarray:
-    """DSR's next state per tile (paper 004 Algorithm 1) by numpy masks."""
-    state = np.asarray(state, np.int8)
-    tr, dr, ti, di = _fsm_tables(params)
-    s = state.astype(np.int64)
+    """DSR's next state per tile (paper 004 Algorithm 1) by numpy masks, the thresholds read
+    from ``params`` state by state: reduce from ``s`` by ``params.reduce[s]``, increase from
+    ``s > 0`` by ``params.increase[s - 1]``; the last state always goes back one."""
+    s = np.asarray(state, np.int64)
+    last = N_STATES - 1
     nxt = s.copy()
-    if reduce:
-        red = (s < N_STATES - 1) & (maxc(diag_max, dr[s], presuffixed) < tr[s])
-        nxt[red] = s[red] + 1
-    else:
-        red = np.zeros(s.shape, bool)
-    if increase:
-        inc = ~red & (s > 0) & (s < N_STATES - 1) & (maxc(diag_max, di[s], presuffixed) >= ti[s])
-        nxt[inc] = s[inc] - 1
-    nxt[s == N_STATES - 1] = N_STATES - 2
+    red = np.zeros(s.shape, bool)
+    for k in range(last):
+        at = s == k
+        if reduce:
+            t, d = params.reduce[k]
+            red |= at & (maxc(diag_max, d, presuffixed) < t)
+        if increase and k > 0:
+            t, d = params.increase[k - 1]
+            inc = at & ~red & (maxc(diag_max, d, presuffixed) >= t)
+            nxt[inc] = k - 1
+    nxt[red] = s[red] + 1
+    nxt[s == last] = last - 1
     return nxt.astype(np.int8)
 
 

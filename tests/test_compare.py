@@ -81,7 +81,6 @@ def test_primitives_are_summed():
 
 
 def test_profile_aware_method_runs_per_profile():
-    pytest.importorskip("meshopt_batch.optimizers.batch")
     mesh = _shuffled(meshes.icosphere(2), 5)
     res = compare([mesh], ["batch"], ["nvidia_gl", "amd"])
     t = res.times[res.times["method"] == "batch"]

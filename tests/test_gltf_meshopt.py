@@ -168,6 +168,9 @@ def test_no_compress_writes_plain_data_and_compress_writes_ext(tmp_path):
     assert plan[view_of(4)].mode == "INDICES" and plan[view_of(3)].mode == "TRIANGLES"  # the strip, the list
     grouped, grouped_buffers = regroup_views(got_plain.doc, got_plain.buffers)  # what --compress lays out
     assert len(grouped["bufferViews"]) == len(doc2["bufferViews"])
+    layout = [(v["extensions"][EXT]["mode"], v["extensions"][EXT]["byteStride"]) if "extensions" in v else None
+              for v in doc2["bufferViews"]]
+    assert layout == [("ATTRIBUTES", 12), None, ("ATTRIBUTES", 8), ("TRIANGLES", 2), None, None, None, None]
     for vi, lay in compression_plan(grouped, kept={}).items():  # a view left plain would not pay for it
         view = grouped["bufferViews"][vi]
         raw = grouped_buffers[view["buffer"]][view.get("byteOffset", 0):][:view["byteLength"]]

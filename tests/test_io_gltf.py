@@ -229,7 +229,8 @@ def test_singular_node_with_normals_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("binary", [True, False])
 def test_gltf_write_back_keeps_structure(tmp_path, binary):
-    trimesh = pytest.importorskip("trimesh")
+    import trimesh
+
     src = build_gltf(tmp_path, binary)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -330,7 +330,8 @@ def test_stl_ascii_and_binary_keep_every_corner(tmp_path):
 
 
 def test_readers_agree_with_trimesh_where_trimesh_keeps_order(tmp_path):
-    trimesh = pytest.importorskip("trimesh")
+    import trimesh
+
     m = rich_mesh(V=60, T=100, seed=3)
     save_mesh(m, tmp_path / "r.ply")
     t = trimesh.load(tmp_path / "r.ply", process=False, maintain_order=True)
@@ -427,7 +428,8 @@ def test_round_trip_every_format(tmp_path, ext, index_dtype):
 
 
 def test_written_glb_reads_the_same_in_trimesh(tmp_path):
-    trimesh = pytest.importorskip("trimesh")
+    import trimesh
+
     m = rich_mesh(V=30, T=50, seed=7)
     scene = trimesh.load(save_mesh(m, tmp_path / "t.glb"), force="scene", process=False)
     (g,) = scene.geometry.values()

@@ -67,6 +67,8 @@ def _both(stem):
 
 
 def test_optimizer_orders_measure_the_same_through_both_apis_and_as_predicted():
+    """The records against each other and against the predictions the benchmark stored beside
+    them (the orders of bunny and dragon_res3 are made and predicted again below)."""
     vulkan, opengl = _both("optimizers")
     key = ["mesh", "method", "numbering", "triangles", "vertices"]
     assert len(vulkan) == 208 and vulkan[key].equals(opengl[key])

@@ -236,10 +236,9 @@ def suite():
 
 @pytest.mark.gl
 @needs_gl
-def test_experiment_suite_is_fast_and_complete(suite):
+def test_experiment_suite_is_complete(suite):
     from gpu_probe.experiments import EXPERIMENTS, ExperimentSuite
 
-    assert suite.seconds < 120
     assert set(suite.experiments) == set(EXPERIMENTS)
     d = suite.to_dict()
     assert d["renderer"] and d["date"]

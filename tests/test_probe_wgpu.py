@@ -138,8 +138,8 @@ def test_wave_capture_through_webgpu_needs_subgroups_in_vertex_shaders(counter, 
     path, _ = _bunny()
     assert cli.main(["probe", str(path), "--api", "wgpu", "--waves", "--profile", "llvmpipe"]) == 0
     assert "waves: unsupported:" in capsys.readouterr().out
-    adapters = wc.adapter_records()
-    assert all(isinstance(a["subgroup_vertex"], bool) for a in adapters)
+    mine = [a for a in wc.adapter_records() if a["adapter"] == counter.info["adapter"]]
+    assert mine and all(a["subgroup_vertex"] is False for a in mine)      # the list says so too
 
 
 def test_a_refused_capture_shader_is_a_reason_not_an_exception(counter, monkeypatch):
@@ -172,7 +172,6 @@ def test_missing_wgpu_package_is_one_line(monkeypatch, capsys):
 
 
 def test_no_adapter_is_one_line_with_install_hint(monkeypatch, capsys):
-    pytest.importorskip("wgpu")
     monkeypatch.setattr(wc, "_adapters", [])
     monkeypatch.setattr(wc, "_none_found", "no WebGPU adapter through Vulkan, Metal or Direct3D 12; "
                         + wc.INSTALL_HINT)
