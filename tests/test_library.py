@@ -281,6 +281,49 @@ def test_report_library_summarises_the_manifest(local_run, tmp_path, capsys):
     assert main(["report", "--library", str(tmp_path / "none")]) == 2
 
 
+def test_a_manifest_entry_never_reaches_outside_outdir(tmp_path, capsys):
+    # entries for inputs no longer in the library: their outputs are removed only inside OUTDIR
+    lib, out = tmp_path / "lib", tmp_path / "out"
+    lib.mkdir()
+    save_mesh(shuffled(meshes.torus(10, 6)), lib / "a.ply")
+    assert main(["optimize", str(lib), "-o", str(out), "-p", "nvidia_gl", "--no-progress"]) == 0
+    victim, outside = tmp_path / "victim.txt", tmp_path / "elsewhere" / "x.bin"
+    victim.write_text("not ours")
+    outside.parent.mkdir()
+    outside.write_bytes(b"not ours either")
+    (out / "link").symlink_to(outside.parent, target_is_directory=True)
+    lines = (out / MANIFEST_NAME).read_text().splitlines()
+    forged = [{"path": "gone.ply", "status": "ok", "output": "../victim.txt", "output_sha256": sha(victim)},
+              {"path": "gone2.ply", "status": "ok", "output": str(victim), "output_sha256": sha(victim)},
+              {"path": "gone3.ply", "status": "ok", "output": "link/x.bin", "output_sha256": sha(outside)},
+              {"path": "gone4.gltf", "status": "ok", "output": "gone4.gltf", "output_sha256": "0" * 64,
+               "output_references": {"../victim.txt": sha(victim)}}]
+    (out / MANIFEST_NAME).write_text("\n".join(lines + [json.dumps(e) for e in forged]) + "\n")
+    assert main(["optimize", str(lib), "-o", str(out), "-p", "nvidia_gl", "--no-progress"]) == 0
+    assert victim.read_text() == "not ours" and outside.read_bytes() == b"not ours either"
+    assert [json.loads(ln)["path"] for ln in (out / MANIFEST_NAME).read_text().splitlines()] == ["a.ply"]
+
+
+def test_malformed_manifest_entries_are_done_again_not_a_traceback(tmp_path, capsys):
+    lib, out = tmp_path / "lib", tmp_path / "out"
+    lib.mkdir()
+    for name in ("a.ply", "b.ply", "c.ply"):
+        save_mesh(shuffled(meshes.torus(10, 6)), lib / name)
+    assert main(["optimize", str(lib), "-o", str(out), "-p", "nvidia_gl", "--no-progress"]) == 0
+    entries = [json.loads(ln) for ln in (out / MANIFEST_NAME).read_text().splitlines()]
+    entries[0]["invocations"] = {"nvidia_gl": 5}
+    entries[1]["output"] = 7
+    del entries[2]["output"]
+    entries[2]["invocations"] = "x"
+    (out / MANIFEST_NAME).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert main(["report", "--library", str(out), "-o", str(tmp_path / "rep")]) == 2
+    assert "no manifest entries" in capsys.readouterr().err
+    assert main(["optimize", str(lib), "-o", str(out), "-p", "nvidia_gl", "--no-progress"]) == 0
+    done = [json.loads(ln) for ln in (out / MANIFEST_NAME).read_text().splitlines()]
+    assert [(e["path"], e["status"]) for e in done] == [("a.ply", "ok"), ("b.ply", "ok"), ("c.ply", "ok")]
+    assert main(["report", "--library", str(out), "-o", str(tmp_path / "rep")]) == 0
+
+
 # ------------------------------------------------------------------------------ kill -9
 def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
     lib = tmp_path / "lib"

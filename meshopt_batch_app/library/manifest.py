@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 from pathlib import Path
 
 from meshopt_batch.files import atomic_write
 
-__all__ = ["MANIFEST_NAME", "STATUSES", "ManifestWriter", "dumps", "read_manifest", "write_manifest"]
+__all__ = ["MANIFEST_NAME", "STATUSES", "ManifestWriter", "dumps", "read_manifest", "valid_entry", "write_manifest"]
 
 MANIFEST_NAME = "manifest.jsonl"
 STATUSES = ("ok", "cached", "failed", "passed-through")
@@ -34,8 +36,56 @@ def dumps(entry: dict) -> str:
     return json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_COUNTS = ("triangles", "vertices_before", "vertices_after", "bytes_in", "bytes_out")
+
+
+def _relative(text) -> bool:
+    """A path relative to DIR or OUTDIR that stays inside it (POSIX separators)."""
+    return (isinstance(text, str) and text != "" and "\\" not in text and "\0" not in text
+            and not posixpath.isabs(text) and ".." not in text.split("/"))
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _hashes(value) -> bool:
+    """URI -> SHA-256 (or ``"missing"``, a file that could not be read)."""
+    return isinstance(value, dict) and all(
+        isinstance(uri, str) and isinstance(sha, str) and (sha == "missing" or _SHA256.match(sha))
+        for uri, sha in value.items())
+
+
+def valid_entry(entry) -> bool:
+    """Whether a manifest object has the fields a run and the report read, each of its type:
+    paths relative and inside their folder, hashes as SHA-256, counts non-negative integers,
+    ``invocations`` profile -> integer ``before`` and ``after``."""
+    if not (isinstance(entry, dict) and _relative(entry.get("path")) and entry.get("status") in STATUSES):
+        return False
+    if "output" in entry and not _relative(entry["output"]):
+        return False
+    for key in ("input_sha256", "output_sha256", "key"):
+        if key in entry and not (isinstance(entry[key], str) and _SHA256.match(entry[key])):
+            return False
+    if any(key in entry and not _hashes(entry[key]) for key in ("references", "output_references")):
+        return False
+    if any(key in entry and not _count(entry[key]) for key in _COUNTS):
+        return False
+    invocations = entry.get("invocations", {})
+    if not (isinstance(invocations, dict) and all(
+            isinstance(pair, dict) and _count(pair.get("before")) and _count(pair.get("after"))
+            for pair in invocations.values())):
+        return False
+    warnings = entry.get("warnings", [])
+    return (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)
+            and all(isinstance(entry.get(key, ""), str) for key in ("error", "copied_from"))
+            and isinstance(entry.get("seconds", 0), (int, float)) and not isinstance(entry.get("seconds", 0), bool))
+
+
 def read_manifest(path: str | os.PathLike) -> dict[str, dict]:
-    """``path -> entry`` of a manifest (the last line of a path wins; broken lines skipped)."""
+    """``path -> entry`` of a manifest (the last line of a path wins; a line that does not parse
+    or whose object is not :func:`valid_entry` is skipped, so its file is done again)."""
     entries: dict[str, dict] = {}
     try:
         with open(path, "rb") as fh:
@@ -47,7 +97,7 @@ def read_manifest(path: str | os.PathLike) -> dict[str, dict]:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("path"), str) and entry.get("status") in STATUSES:
+        if valid_entry(entry):
             entries[entry["path"]] = entry
     return entries
 

@@ -190,7 +190,7 @@ def _copy_output(out: Path, donor: dict, item: _Input) -> dict:
     """The output of an equal-keyed file copied to ``item``'s output path; its entry."""
     start = time.perf_counter()
     src, dst = out / donor["output"], out / item.file.output
-    refs = sorted(donor.get("output_references") or {})
+    refs = sorted(uri for uri in donor.get("output_references") or {} if _beside(uri))
     pairs = [(src, dst)] + [(src.parent / uri, dst.parent / uri) for uri in refs]
     for a, b in pairs:
         b.parent.mkdir(parents=True, exist_ok=True)
@@ -206,12 +206,26 @@ def _copy_output(out: Path, donor: dict, item: _Input) -> dict:
     return entry
 
 
+def _beside(uri: str) -> bool:
+    """An external file's URI that names a file beside the output or below it (one this tool
+    copied there); a URI with ".." was referred to, not copied."""
+    return ".." not in uri.split("/") and not posixpath.isabs(uri)
+
+
+def _unlink_if_ours(out: Path, rel: str, sha: str) -> bool:
+    """Remove ``OUTDIR/rel`` when it lies inside OUTDIR (links followed) and still hashes as
+    the manifest recorded; whether it was removed."""
+    target = out / rel
+    with contextlib.suppress(OSError):
+        if target.parent.resolve().is_relative_to(out.resolve()) and sha256_file(target) == sha:
+            target.unlink()
+            return True
+    return False
+
+
 def _remove_stale_output(out: Path, previous: dict | None) -> None:
     if previous and previous.get("output_sha256"):
-        target = out / previous["output"]
-        with contextlib.suppress(OSError):
-            if sha256_file(target) == previous["output_sha256"]:
-                target.unlink()
+        _unlink_if_ours(out, previous["output"], previous["output_sha256"])
 
 
 def _remove_outputs_of_deleted_inputs(out: Path, inputs: list[_Input], previous: dict, done: dict) -> list[str]:
@@ -236,16 +250,10 @@ def _remove_outputs_of_deleted_inputs(out: Path, inputs: list[_Input], previous:
         files = [(entry["output"], entry["output_sha256"])]
         # external files copied beside the output (a URI with ".." was referred to, not copied)
         files += [(posixpath.normpath(posixpath.join(folder, uri)), sha)
-                  for uri, sha in sorted((entry.get("output_references") or {}).items())
-                  if ".." not in uri.split("/")]
+                  for uri, sha in sorted((entry.get("output_references") or {}).items()) if _beside(uri)]
         for rel, sha in files:
-            if rel in keep:
-                continue
-            target = out / rel
-            with contextlib.suppress(OSError):
-                if sha256_file(target) == sha:
-                    target.unlink()
-                    removed.append(rel)
+            if rel not in keep and _unlink_if_ours(out, rel, sha):
+                removed.append(rel)
     for folder in sorted({(out / rel).parent for rel in removed}, key=lambda p: -len(p.parts)):
         with contextlib.suppress(OSError):  # folders left empty go too (deepest first)
             while folder != out and folder.is_dir() and not any(folder.iterdir()):
