@@ -351,7 +351,11 @@ REFUSALS = {
     "empty.obj": ("# nothing here\n", "empty"),
     "nan.obj": ("v 0 0 0\nv nan 0 0\nv 0 1 0\nf 1 2 3\n", "NaN or infinite"),
     "inf.off": ("OFF\n3 1 0\n0 0 0\ninf 0 0\n0 1 0\n3 0 1 2\n", "NaN or infinite"),
-    "range.obj": ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", "out of range"),
+    "range.obj": ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n",
+                  "vertex index 4 out of range (the file has 3 vertices, numbered from 1)"),
+    "fraction.ply": ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                     "property float z\nelement face 1\nproperty list uchar float vertex_indices\n"
+                     "end_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1.5 2\n", "not a whole vertex index (1.5)"),
     "zero.obj": ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n", "index 0"),
     "range.ply": ("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
                   "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"

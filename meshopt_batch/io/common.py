@@ -83,14 +83,17 @@ def polygons_to_triangles(sizes: np.ndarray, corners: np.ndarray, path: Path) ->
     return fan_triangles(sizes, corners)
 
 
-def check_indices(indices: np.ndarray, vertex_count: int, what: str = "vertex") -> None:
-    """Refuse an index below 0 or at/above ``vertex_count``."""
+def check_indices(indices: np.ndarray, vertex_count: int, what: str = "vertex", *, first: int = 0) -> None:
+    """Refuse an index below 0 or at/above ``vertex_count``; the message gives it as the file
+    wrote it, counting from ``first`` (OBJ counts from 1)."""
     if indices.size == 0:
         return
     lo, hi = int(indices.min()), int(indices.max())
     if lo < 0 or hi >= vertex_count:
         bad = lo if lo < 0 else hi
-        raise Refusal(f"{what} index {bad} out of range (the file has {vertex_count} vertices)")
+        counted = "" if first == 0 else f", numbered from {first}"
+        plural = "vertices" if what == "vertex" else f"{what}s"
+        raise Refusal(f"{what} index {bad + first} out of range (the file has {vertex_count} {plural}{counted})")
 
 
 def is_uv_key(key: str) -> bool:

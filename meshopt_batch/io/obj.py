@@ -168,9 +168,9 @@ def read_obj(data: bytes, path: Path) -> list[Mesh]:
     if w in (6, 7):
         per_vertex[ATTR_COLOR] = vals[:, w - 3 :].astype(np.float32)
     cv_a, cvt_a, cvn_a = _obj_corners(corners, np.asarray(sizes), relative)
-    check_indices(cv_a, V)
-    check_indices(cvt_a[cvt_a >= 0], len(vt_width), "texture coordinate")
-    check_indices(cvn_a[cvn_a >= 0], len(vn_width), "normal")
+    check_indices(cv_a, V, first=1)
+    check_indices(cvt_a[cvt_a >= 0], len(vt_width), "texture coordinate", first=1)
+    check_indices(cvn_a[cvn_a >= 0], len(vn_width), "normal", first=1)
     has_vt = bool((cvt_a >= 0).any())
     has_vn = bool((cvn_a >= 0).any())
     vertex_of_corner = cv_a

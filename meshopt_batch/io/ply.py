@@ -402,7 +402,11 @@ def read_ply(data: bytes, path: Path) -> list[Mesh]:
         warnings.warn(f"{path}: per-face PLY properties ignored: {', '.join(ignored)}", stacklevel=3)
     ltype = next(p[2] for p in elements[names.index("face")]["props"] if p[0] == key)
     sizes, flat = fcols[key]
-    flat = np.asarray(flat).astype(np.int64)
+    flat = np.asarray(flat)
+    if flat.dtype.kind == "f" and not np.array_equal(flat, np.floor(flat)):
+        raise Refusal(f"PLY face {key} holds a number that is not a whole vertex index "
+                      f"({float(flat[flat != np.floor(flat)][0])})")
+    flat = flat.astype(np.int64)
     check_indices(flat, vcount)
     tris = polygons_to_triangles(sizes, flat, path)
     index_dtype = np.uint16 if np.dtype(ltype).itemsize <= 2 else np.uint32
