@@ -246,6 +246,8 @@ def test_absent_files_still_fall_back(tmp_path):
      "(that large acts as unbounded, and its tables would not fit in memory)"),
     (["-m", "tipsify:99999999999"], "tipsify: cache size 99999999999 is over the limit of 16,777,216 (that large "
      "acts as unbounded, and its tables would not fit in memory)"),
+    (["-m", "meshoptimizer_fifo:99999999999"], "meshoptimizer_fifo: cache size 99999999999 is over the limit of "
+     "16,777,216 (that large acts as unbounded, and its tables would not fit in memory)"),
 ])
 def test_cache_sizes_over_the_limit(tmp_path, argv, message):
     mesh = save_mesh(quad_mesh(), tmp_path / "m.obj")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import meshoptimizer
 import numpy as np
 
+from ._util import check_cache_size
+
 __all__ = ["optimize_overdraw", "optimize_vertex_cache", "optimize_vertex_cache_fifo", "optimize_vertex_cache_strip"]
 
 
@@ -34,7 +36,8 @@ def optimize_vertex_cache(triangles, vertex_count: int) -> np.ndarray:
 
 def optimize_vertex_cache_fifo(triangles, vertex_count: int, cache_size: int = 16) -> np.ndarray:
     """meshoptimizer's ``optimize_vertex_cache_fifo`` (Tipsify) for a FIFO of ``cache_size``."""
-    return _call("optimize_vertex_cache_fifo", triangles, vertex_count, cache_size=int(cache_size))
+    return _call("optimize_vertex_cache_fifo", triangles, vertex_count,
+                 cache_size=check_cache_size("meshoptimizer_fifo", cache_size))
 
 
 def optimize_vertex_cache_strip(triangles, vertex_count: int) -> np.ndarray:
