@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .errors import MeshoptBatchError
 
-__all__ = ["TEMP_MARK", "atomic_path", "atomic_write", "remove_stale_temporaries", "resolve_target",
+__all__ = ["TEMP_MARK", "atomic_path", "atomic_write", "output_folder", "remove_stale_temporaries", "resolve_target",
            "staging_directory"]
 
 #: The part of a temporary file's name that marks it as ours.
@@ -92,6 +92,21 @@ def remove_stale_temporaries(target: str | os.PathLike) -> int:
                 os.unlink(entry.path)
                 removed += 1
     return removed
+
+
+def output_folder(path: str | os.PathLike, what: str) -> Path:
+    """The folder ``path`` (made with its parents where missing), checked writable before any
+    work is done; ``what`` names it in the one-line error (an option such as ``--out``)."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:
+        raise MeshoptBatchError(f"{what} {path}: exists and is not a folder") from None
+    except OSError as exc:
+        raise MeshoptBatchError(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
+    return folder
 
 
 def staging_directory(directory: str | os.PathLike) -> Path:

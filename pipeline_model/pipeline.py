@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import staging_directory
+from meshopt_batch.files import output_folder, staging_directory
 from meshopt_batch.limits import check_frames as check_frame_range
 from meshopt_batch.limits import check_screen, check_tile
 from meshopt_batch.optimizers import Method, get_method
@@ -369,8 +369,7 @@ def simulate(scene: str | Path | Scene | dict,
     staging = None
     final_dir = None
     if images_dir is not None:
-        final_dir = Path(images_dir)
-        final_dir.mkdir(parents=True, exist_ok=True)
+        final_dir = output_folder(images_dir, "--images")
         staging = staging_directory(final_dir)
 
     result = SimulationResult(scene=sc.name, frames=n_frames, first_frame=first_frame, width=W,

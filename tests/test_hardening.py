@@ -500,3 +500,14 @@ def test_output_equal_to_the_input_is_replaced_and_said(tmp_path):
     assert json.loads(run.out)["output"] == str(src) and src.stat().st_mtime_ns > before
     assert load_mesh(src).triangle_count == 2
     assert [p.name for p in tmp_path.iterdir()] == ["q.ply"]
+
+
+# ----------------------------------------------------------------------------- output folders
+def test_an_output_folder_that_cannot_be_one_is_refused_before_any_work(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("in the way")
+    assert one_error(run_cli("simulate", "sprites-2d", "-n", "1", "--images", blocker)) == (
+        f"--images {blocker}: exists and is not a folder")
+    assert one_error(run_cli("report", "--scope", "quick", "--out", blocker / "report")) == (
+        f"--out {blocker / 'report'}: cannot write there (Not a directory)")
+    assert blocker.read_text() == "in the way"

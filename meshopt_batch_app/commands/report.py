@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+from meshopt_batch.files import output_folder
 from meshopt_batch.limits import check_frames
 
 from ..options import deprecated_alias, split_values
@@ -67,6 +68,7 @@ def run(args) -> int:
                       results=args.results)
     for s in scenes or []:
         load_scene(s)                    # a bad scene fails before anything runs
+    output_folder(args.out, "--out")     # and a folder it cannot write
     out = build_report(args.out, scope, progress=False if args.no_progress else None)
     summary = {"html": str(out["html"]), "markdown": str(out["markdown"]),
                "figures": [str(p) for p in out["figures"]], "data": [str(p) for p in out["data"]],
