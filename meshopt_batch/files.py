@@ -94,16 +94,23 @@ def remove_stale_temporaries(target: str | os.PathLike) -> int:
     return removed
 
 
-def output_folder(path: str | os.PathLike, what: str) -> Path:
-    """The folder ``path`` (made with its parents where missing), checked writable before any
-    work is done; ``what`` names it in the one-line error (an option such as ``--out``)."""
+def output_folder(path: str | os.PathLike, what: str, *, create: bool = True) -> Path:
+    """The folder ``path``, checked writable before any work is done; ``what`` names it in the
+    one-line error (an option such as ``--out``).  ``create``: make it (with its parents) now;
+    else only check that it is a folder, or could be made in the nearest folder that exists."""
     folder = Path(path)
+    existing = folder
+    while not create and not existing.exists() and existing.parent != existing:
+        existing = existing.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        elif not existing.is_dir():
+            raise FileExistsError
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except FileExistsError:
-        raise MeshoptBatchError(f"{what} {path}: exists and is not a folder") from None
+        raise MeshoptBatchError(f"{what} {path}: {existing} exists and is not a folder") from None
     except OSError as exc:
         raise MeshoptBatchError(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
     return folder

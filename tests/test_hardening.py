@@ -507,7 +507,7 @@ def test_an_output_folder_that_cannot_be_one_is_refused_before_any_work(tmp_path
     blocker = tmp_path / "a_file"
     blocker.write_text("in the way")
     assert one_error(run_cli("simulate", "sprites-2d", "-n", "1", "--images", blocker)) == (
-        f"--images {blocker}: exists and is not a folder")
+        f"--images {blocker}: {blocker} exists and is not a folder")
     assert one_error(run_cli("report", "--scope", "quick", "--out", blocker / "report")) == (
-        f"--out {blocker / 'report'}: cannot write there (Not a directory)")
+        f"--out {blocker / 'report'}: {blocker} exists and is not a folder")
     assert blocker.read_text() == "in the way"

@@ -68,7 +68,7 @@ def run(args) -> int:
                       results=args.results)
     for s in scenes or []:
         load_scene(s)                    # a bad scene fails before anything runs
-    output_folder(args.out, "--out")     # and a folder it cannot write
+    output_folder(args.out, "--out", create=False)     # and a folder it could not write
     out = build_report(args.out, scope, progress=False if args.no_progress else None)
     summary = {"html": str(out["html"]), "markdown": str(out["markdown"]),
                "figures": [str(p) for p in out["figures"]], "data": [str(p) for p in out["data"]],
