@@ -9,7 +9,8 @@ vertex-shader invocations of an indexed triangle draw.  A *counter* provides the
   (:class:`gpu_probe.wgpu_counter.WgpuCounter`; Mesa's lavapipe without a GPU);
 * :class:`FunctionCounter`: any Python function ``FUNCTION(indices, vertex_count)`` taking the
   1-D ``uint32`` index buffer of one triangle-list draw and returning the invocations of every
-  vertex (an integer array of length ``vertex_count``): counts from D3D12/Vulkan pipeline
+  vertex (an integer array of length ``vertex_count``, each count from 0 to the draw's index
+  count: a vertex is shaded at most once per index): counts from D3D12/Vulkan pipeline
   statistics, a vendor simulator, a capture, or the simulated GPUs of
   :mod:`gpu_probe.simulated`;
 * :class:`ModelCounter`: answers with a profile's own prediction (Algorithm 1 of paper 001).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import time
 from pathlib import Path
 
@@ -151,8 +153,10 @@ class FunctionCounter(_CallCounter):
     ----------
     fn : callable
         Takes a 1-D ``uint32`` index buffer (whole triangles) and the vertex count; returns
-        the invocations of every vertex of that one draw (integers >= 0, length
-        ``vertex_count``).
+        the invocations of every vertex of that one draw (integers from 0 to the index
+        count, length ``vertex_count``).  Whatever it raises, or a return that is not such
+        an array, is one :class:`~meshopt_batch.errors.MeshoptBatchError` line naming the
+        counter.
     name : str
         How the counter is named in results (e.g. ``gpu_probe.simulated:nvidia_gl``).
     """
@@ -165,18 +169,35 @@ class FunctionCounter(_CallCounter):
                      "api": "counter"}
 
     def counts(self, indices, vertex_count):
-        out = self.fn(indices, vertex_count)
+        try:
+            out = self.fn(indices, vertex_count)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's function may raise anything
+            raise MeshoptBatchError(f"counter {self.name} raised {_describe_exception(exc)}") from None
         try:
             arr = np.asarray(out)
-        except Exception as exc:  # a user's function may return anything
-            raise MeshoptBatchError(f"counter {self.name} returned {type(out).__name__} ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - a user's function may return anything
+            raise MeshoptBatchError(f"counter {self.name} returned {type(out).__name__} "
+                                    f"({_describe_exception(exc)})") from None
         if arr.shape != (vertex_count,) or not np.issubdtype(arr.dtype, np.integer):
             raise MeshoptBatchError(
                 f"counter {self.name} must return an integer array of length {vertex_count} "
                 f"(per-vertex invocations), got {arr.dtype} with shape {arr.shape}")
         if arr.size and arr.min() < 0:
             raise MeshoptBatchError(f"counter {self.name} returned a negative count")
+        # a vertex is shaded at most once per index of the draw; this also keeps the totals
+        # (int64) exact
+        limit = int(np.asarray(indices).size)
+        if arr.size and int(arr.max()) > limit:
+            raise MeshoptBatchError(
+                f"counter {self.name} returned {int(arr.max()):,} invocations of vertex {int(arr.argmax())} "
+                f"for a draw of {limit:,} indices (at most one per index)")
         return arr.astype(np.int64, copy=False)
+
+
+def _describe_exception(exc: BaseException) -> str:
+    """``TypeError: message`` (just the type when the message is empty)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class ModelCounter(_CallCounter):
@@ -201,10 +222,26 @@ def _load_module(name: str):
         if not path.is_file():
             raise MeshoptBatchError(f"{name}: no such file")
         spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise MeshoptBatchError(f"{name}: cannot load it as a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
     return importlib.import_module(name)
+
+
+def _takes_indices_and_count(fn) -> str | None:
+    """Why ``fn`` cannot be called as ``fn(indices, vertex_count)`` (None: it can, or its
+    signature is unknown, as for some builtins)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        return f"its signature is {signature}"
+    return None
 
 
 def resolve_counter(spec: str | None):
@@ -214,8 +251,9 @@ def resolve_counter(spec: str | None):
     Raises
     ------
     MeshoptBatchError
-        One line: the spec is malformed, the module cannot be loaded, or it has no such
-        callable.
+        One line: the spec is malformed, the module cannot be loaded (not found, a syntax
+        error, or anything its code raises while it is imported), or it has no callable of
+        that name taking ``(indices, vertex_count)``.
     """
     if spec is None:
         return gl_counter()
@@ -225,9 +263,19 @@ def resolve_counter(spec: str | None):
                                 "(e.g. gpu_probe.simulated:nvidia_gl)")
     try:
         module = _load_module(module_name)
-    except ImportError as exc:
-        raise MeshoptBatchError(f"--counter {spec}: cannot import {module_name} ({exc})") from None
-    fn = getattr(module, func_name, None)
+    except MeshoptBatchError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - importing runs the module's code
+        raise MeshoptBatchError(f"--counter {spec}: cannot import {module_name} "
+                                f"({_describe_exception(exc)})") from None
+    try:
+        fn = getattr(module, func_name, None)
+    except Exception as exc:  # noqa: BLE001 - a module's __getattr__ may raise anything
+        raise MeshoptBatchError(f"--counter {spec}: {module_name}.{func_name}: "
+                                f"{_describe_exception(exc)}") from None
     if not callable(fn):
         raise MeshoptBatchError(f"--counter {spec}: {module_name} has no function {func_name}")
+    if why := _takes_indices_and_count(fn):
+        raise MeshoptBatchError(f"--counter {spec}: cannot be called as {func_name}(indices, vertex_count) "
+                                f"({why})")
     return FunctionCounter(fn, f"{module_name}:{func_name}")

@@ -34,6 +34,16 @@ limit                          value             why
                                                  drawn every frame: 2^22 triangles is four times
                                                  the largest shared scan (bunny_sub2, 1.1 M);
                                                  ``icosphere`` subdiv 12 is 335 M (24 GB)
+:data:`MAX_SCENE_TRIANGLES`    8,388,608         the triangles a scene's draw calls submit in one
+                                                 frame (every object's mesh, a mesh drawn by n
+                                                 objects n times): the geometry stage holds the
+                                                 whole frame at once, measured 400 bytes per
+                                                 triangle (peak 1.7 GB: ``simulate -n 1`` of
+                                                 one 4.2 M-triangle grid), so 2^23 is about
+                                                 3.4 GB; the shipped scenes draw at most 0.56 M.
+                                                 A ``merge`` (static batch) is one mesh: its
+                                                 parts together stay within
+                                                 :data:`MAX_GENERATED_TRIANGLES`
 :data:`MAX_ELEMENTS`           2^32              an element count no 32-bit index can address;
                                                  counts are also checked against the memory
                                                  available (:func:`check_memory`)
@@ -62,9 +72,9 @@ from .errors import MeshoptBatchError
 
 __all__ = [
     "FLOAT32_MAX", "MAX_ELEMENTS", "MAX_FRAMES", "MAX_FRAME_NUMBER", "MAX_GENERATED_TRIANGLES",
-    "MAX_PROFILE_SIZE", "MAX_SCREEN_SIDE", "MAX_TILE", "SCREEN_BYTES_PER_PIXEL", "LimitError",
+    "MAX_PROFILE_SIZE", "MAX_SCENE_TRIANGLES", "MAX_SCREEN_SIDE", "MAX_TILE", "SCREEN_BYTES_PER_PIXEL", "LimitError",
     "available_memory", "check_cache_size", "check_frames", "check_generated_triangles", "check_memory",
-    "check_profile_sizes", "check_screen", "check_screen_side", "check_tile", "format_bytes",
+    "check_profile_sizes", "check_scene_triangles", "check_screen", "check_screen_side", "check_tile", "format_bytes",
 ]
 
 MAX_SCREEN_SIDE = 16384
@@ -74,6 +84,7 @@ MAX_FRAMES = 1_000_000
 MAX_FRAME_NUMBER = 2**31 - 1
 MAX_PROFILE_SIZE = 2**24
 MAX_GENERATED_TRIANGLES = 2**22
+MAX_SCENE_TRIANGLES = 2**23
 MAX_ELEMENTS = 2**32
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -168,3 +179,11 @@ def check_generated_triangles(triangles: int, what: str) -> None:
     if triangles > MAX_GENERATED_TRIANGLES:
         raise LimitError(f"{what}: would have {triangles:,} triangles, over the limit of "
                          f"{MAX_GENERATED_TRIANGLES:,} for a generated mesh")
+
+
+def check_scene_triangles(triangles: int, what: str) -> None:
+    """Refuse a scene whose draw calls submit more than :data:`MAX_SCENE_TRIANGLES` triangles
+    in one frame."""
+    if triangles > MAX_SCENE_TRIANGLES:
+        raise LimitError(f"{what}: would draw {triangles:,} triangles a frame, over the limit of "
+                         f"{MAX_SCENE_TRIANGLES:,} for a scene")

@@ -8,6 +8,12 @@ with; files are grouped by (renderer, API).  A file that names no renderer (a fi
 a per-order summary, a figure, the machine log) joins the group of the same date whose file
 names share the longest prefix with its own.  A new file of a known kind appears in the report
 without a code change; a file of an unknown kind is still listed.
+
+What the report reads of a file of a known kind is checked when it is read
+(:data:`CSV_COLUMNS`, :func:`_check_json`, :func:`_check_npz`): a missing column or field, or a
+value of the wrong type (``measured`` = ``abc``, ``"predictions": 5``), refuses the whole
+results folder with one line naming the file and the column or JSON pointer, before the report
+runs anything, as an unreadable file does.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import numpy as np
 import pandas as pd
 
 from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.json_values import describe, pointer
+from meshopt_batch.profiles import Profile, get_profile
 
 __all__ = ["GPUResults", "ResultsFile", "default_results_dir", "read_results", "read_results_file"]
 
@@ -39,6 +47,22 @@ CSV_KINDS = (
     ("raster_check", {"scene", "frame", "coverage_diff_pixels", "shaded_diff_pixels"}),
     ("mse_by_order", {"profile", "original"}),
 )
+
+#: The columns of a CSV kind that the report reads and what each holds: ``"int"`` whole
+#: numbers (at most 2^53) in every row, ``"num"`` finite numbers or empty cells, ``"text"`` anything (read as
+#: text, an empty cell as "").  A name ending in ``?`` is checked only when the column is there.
+#: The columns named after a profile (``nvidia_gl``, ``nvidia_gl_asr``) are numbers too.
+CSV_COLUMNS = {
+    "accuracy": {"mesh": "text", "order": "text", "kind": "text", "profile": "text", "triangles": "num",
+                 "measured": "int", "predicted": "int"},
+    "optimizers": {"mesh": "text", "method": "text", "numbering": "text", "triangles": "num",
+                   "measured": "int", "measured_asr": "num"},
+    "assets": {"asset": "text", "variant": "text", "vertices": "num", "measured": "int"},
+    "waves": {"profile": "text", "waves": "int", "batches": "int", "waves_equal_to_a_batch": "int",
+              "invocations_model": "int", "invocations_waves": "int"},
+    "raster_check": {"scene": "text", "frame": "num", "coverage_diff_pixels": "int", "shaded_diff_pixels": "int",
+                     "shaded_total_model?": "num", "shaded_total_gl?": "num", "depth_diff_pixels?": "num"},
+}
 
 #: Human names of the kinds.
 KIND_NAMES = {
@@ -141,10 +165,75 @@ def _first(frame: pd.DataFrame, column: str):
     return str(values.iloc[0]) if len(values) else None
 
 
+class _BadResults(ValueError):
+    """A results file whose contents the report cannot use (the message names the place)."""
+
+
+def _profile_column(name: str, kind: str) -> bool:
+    """Whether the column ``name`` of a ``kind`` CSV holds a profile's predictions."""
+    if kind == "optimizers":
+        if not name.endswith("_asr") or name == "measured_asr":
+            return False
+        name = name[:-4]
+    elif kind != "assets" or name in CSV_COLUMNS["assets"]:
+        return False
+    if name.endswith(".json"):
+        return False
+    try:
+        get_profile(name)
+    except (MeshoptBatchError, OSError, ValueError):
+        return False
+    return True
+
+
+def _check_column(frame: pd.DataFrame, column: str, holds: str) -> None:
+    """Check (and normalise in place) one column of a CSV: see :data:`CSV_COLUMNS`."""
+    values = frame[column]
+    if holds == "text":
+        frame[column] = [v if isinstance(v, str) else ("" if pd.isna(v) else str(v)) for v in values]
+        return
+    if pd.api.types.is_bool_dtype(values):
+        numbers = pd.Series(np.nan, index=values.index)
+    else:
+        numbers = pd.to_numeric(values, errors="coerce")
+    with np.errstate(invalid="ignore"):
+        bad = (numbers.isna() & values.notna()) | (numbers.notna() & ~np.isfinite(numbers.astype(float)))
+        if holds == "int":      # whole, and exact in a float64 (a count, not an overflow)
+            bad |= numbers.isna() | (numbers.notna() & ((numbers.astype(float) % 1 != 0)
+                                                         | (numbers.astype(float).abs() > 2.0**53)))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        value = values.iloc[row]
+        value = value.item() if isinstance(value, np.generic) else value
+        got = "an empty cell" if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) \
+            else repr(value)
+        want = "a whole number (at most 2^53) in every row" if holds == "int" else "a finite number"
+        raise _BadResults(f"column {column!r}, row {row + 1}: expected {want}, got {got}")
+    if holds == "int" and not pd.api.types.is_integer_dtype(values):
+        frame[column] = numbers.astype(np.int64)
+    elif not pd.api.types.is_numeric_dtype(values):
+        frame[column] = numbers.astype(float)
+
+
+def _check_csv(frame: pd.DataFrame, kind: str) -> None:
+    """The columns of a ``kind`` CSV that the report reads: there, and of the right type."""
+    for name, holds in CSV_COLUMNS.get(kind, {}).items():
+        column = name.rstrip("?")
+        if column not in frame.columns:
+            if name.endswith("?"):
+                continue
+            raise _BadResults(f"no column {column!r} (a file of {KIND_NAMES[kind]} needs it)")
+        _check_column(frame, column, holds)
+    for column in frame.columns:
+        if isinstance(column, str) and _profile_column(column, kind):
+            _check_column(frame, column, "num")
+
+
 def _read_csv(path: Path) -> ResultsFile:
     frame = pd.read_csv(path)
     cols = set(frame.columns)
     kind = next((k for k, need in CSV_KINDS if need <= cols), "table")
+    _check_csv(frame, kind)
     renderer, driver = _first(frame, "renderer"), _first(frame, "driver")
     if renderer and " / " in renderer and driver is None:
         renderer, driver = renderer.split(" / ", 1)
@@ -152,21 +241,90 @@ def _read_csv(path: Path) -> ResultsFile:
     return ResultsFile(path, kind, renderer, _api(record), driver, _first(frame, "date"), len(frame), frame)
 
 
+def _expect(value, ok: bool, where: tuple, what: str):
+    if not ok:
+        raise _BadResults(f"{pointer(*where) or '/'}: expected {what}, got {describe(value)}")
+    return value
+
+
+def _whole(value, where: tuple) -> int:
+    return _expect(value, isinstance(value, int) and not isinstance(value, bool) and value >= 0, where,
+                   "a whole number >= 0")
+
+
+def _object(value, where: tuple, optional: bool = False) -> dict:
+    if optional and value is None:
+        return {}
+    return _expect(value, isinstance(value, dict), where, "an object" + (" or null" if optional else ""))
+
+
+def _array(value, where: tuple, optional: bool = False) -> list:
+    if optional and value is None:
+        return []
+    return _expect(value, isinstance(value, list), where, "an array" + (" or null" if optional else ""))
+
+
+def _check_json(data: dict, kind: str) -> None:
+    """The fields of a ``kind`` JSON results file that the report reads: there, and of the right
+    type (places named by JSON pointer)."""
+    for key in ("renderer", "driver", "version", "date", "api", "backend"):
+        if data.get(key) is not None:
+            _expect(data[key], isinstance(data[key], str), (key,), "a string")
+    if kind == "probe":
+        _expect(data["mesh"], isinstance(data["mesh"], str), ("mesh",), "a string")
+        for i, p in enumerate(_array(data["predictions"], ("predictions",), optional=True)):
+            _object(p, ("predictions", i))
+            if "profile" not in p:
+                raise _BadResults(f"{pointer('predictions', i)}: no 'profile'")
+            _expect(p["profile"], isinstance(p["profile"], str), ("predictions", i, "profile"), "a string")
+            if p.get("exact") is not None:
+                _expect(p["exact"], isinstance(p["exact"], bool), ("predictions", i, "exact"), "true or false")
+    elif kind == "experiments":
+        fit = _object(data["fit"], ("fit",))
+        if "profile" not in fit:
+            raise _BadResults("/fit: no 'profile'")
+        prof = _object(fit["profile"], ("fit", "profile"))
+        for key in ("name", "memory"):
+            _expect(prof.get(key), isinstance(prof.get(key), str), ("fit", "profile", key), "a string")
+        for key in ("max_size", "max_uniques", "memory_size"):
+            _whole(prof.get(key), ("fit", "profile", key))
+        if prof.get("boundary_16bit") is not None:
+            _expect(prof["boundary_16bit"], isinstance(prof["boundary_16bit"], bool),
+                    ("fit", "profile", "boundary_16bit"), "true or false")
+        try:
+            Profile.from_dict(prof)
+        except (MeshoptBatchError, TypeError, ValueError) as exc:
+            raise _BadResults(f"/fit/profile: {exc}") from None
+        for name, rep in _object(fit.get("reproduction"), ("fit", "reproduction"), optional=True).items():
+            _object(rep, ("fit", "reproduction", name))
+            for key in ("draws", "mismatches"):
+                _whole(rep.get(key), ("fit", "reproduction", name, key))
+        for i, row in enumerate(_array(data.get("verification_rows"), ("verification_rows",), optional=True)):
+            _object(row, ("verification_rows", i))
+            for key in ("measured", "predicted"):
+                _whole(row.get(key), ("verification_rows", i, key))
+    elif kind == "renumber":
+        _array(data.get("rows"), ("rows",), optional=True)
+
+
 def _read_json(path: Path) -> ResultsFile:
     data = json.loads(path.read_text())
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     if "mesh" in data and "measured" in data and "predictions" in data:
-        kind, records = "probe", 1
+        kind = "probe"
     elif "experiments" in data and "fit" in data:
         kind = "experiments"
-        records = sum(int(v.get("draws", 0)) for v in (data["fit"].get("reproduction") or {}).values())
     elif "large_probe" in data:
-        kind, records = "renumber", len(data.get("rows") or [])
+        kind = "renumber"
     elif "max_size" in data and "memory" in data:
-        kind, records = "profile", 0
+        kind = "profile"
     else:
-        kind, records = "record", 0
+        kind = "record"
+    _check_json(data, kind)
+    records = {"probe": 1, "renumber": len(data.get("rows") or []),
+               "experiments": sum(int(v["draws"]) for v in (data["fit"].get("reproduction") or {}).values())
+               if kind == "experiments" else 0}.get(kind, 0)
     driver = data.get("driver") or data.get("version")
     return ResultsFile(path, kind, data.get("renderer"), _api(data), driver, data.get("date"), records, data)
 
@@ -177,6 +335,15 @@ def _read_npz(path: Path) -> ResultsFile:
     scalars = {k: str(v) for k, v in arrays.items() if v.ndim == 0}
     totals = [k for k in arrays if k.endswith("__totals")]
     kind = "block_rule" if totals else "record"
+    if totals:
+        seed = arrays.get("seed")
+        if seed is None or seed.ndim != 0 or not np.issubdtype(seed.dtype, np.integer) or int(seed) < 0:
+            raise _BadResults("array 'seed': expected a whole number >= 0 (block-rule draws are "
+                              "regenerated from it)" + ("" if seed is not None else ", found none"))
+        for k in totals:
+            if arrays[k].ndim != 1 or not np.issubdtype(arrays[k].dtype, np.integer):
+                raise _BadResults(f"array {k!r}: expected a 1-D array of whole numbers, got "
+                                  f"{arrays[k].dtype} with shape {arrays[k].shape}")
     records = int(sum(arrays[k].size for k in totals))
     return ResultsFile(path, kind, scalars.get("renderer"), _api(scalars), scalars.get("version"),
                        scalars.get("date"), records, arrays)
@@ -202,7 +369,10 @@ def read_results_file(path: str | Path) -> ResultsFile:
         else:
             path.stat()
             out = ResultsFile(path, {".png": "figure", ".log": "log", ".txt": "log"}.get(suffix, "record"))
-    except (OSError, ValueError, KeyError, UnicodeDecodeError, zipfile.BadZipFile, pd.errors.ParserError) as exc:
+    except _BadResults as exc:
+        raise MeshoptBatchError(f"{path}: {exc}") from None
+    except (OSError, ValueError, KeyError, UnicodeDecodeError, zipfile.BadZipFile, pd.errors.ParserError,
+            RecursionError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MeshoptBatchError(f"{path}: unreadable results file ({reason})") from None
     if out.date is None:

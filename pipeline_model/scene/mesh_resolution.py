@@ -20,7 +20,12 @@ a sphere) and named in the caller's ``fallbacks`` list; nothing else falls back 
 is built: keys, types, generator parameters (names from the generator's signature, whole
 numbers where the default is one) and the size a generator would make, which must stay
 within :data:`~meshopt_batch.limits.MAX_GENERATED_TRIANGLES` (``{"library": "icosphere",
-"subdiv": 12}`` would be 335 M triangles).
+"subdiv": 12}`` would be 335 M triangles).  A ``merge`` is one generated mesh: its parts
+together stay within the same limit, checked on the generators' sizes before anything is
+built and again on each part's real size (a file's) as the batch is built.
+:func:`check_mesh_spec` returns the triangles the entry would generate, which
+:class:`~pipeline_model.scene.scene.Scene` adds up over its draw calls
+(:data:`~meshopt_batch.limits.MAX_SCENE_TRIANGLES`).
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ GENERATED_TRIANGLES = {
     ("library", "torus"): lambda a: 2 * a[0] * a[1],
     ("library", "uv_sphere"): lambda a: 2 * a[0] * a[1],
 }
+#: What an absent ``shared`` or ``file`` mesh without a ``fallback`` becomes.
+_DEFAULT_FALLBACK = {"shape": "sphere"}
 _MODIFIERS = ("shuffle", "normalize", "mesh", "gltf_geometry", "fallback")
 _SOURCES = ("shape", "library", "shared", "file", "merge")
 
@@ -102,8 +109,9 @@ def _generator(kind: str, name: Any, ctx: str):
     raise SceneError(f"{ctx}.{kind}: unknown {kind} mesh {name!r} (known: {known})")
 
 
-def _check_parameters(kind: str, name: str, generator, params: dict, ctx: str) -> None:
-    """Parameter names, types and the size of the mesh they would make."""
+def _check_parameters(kind: str, name: str, generator, params: dict, ctx: str) -> int:
+    """Parameter names, types and the size of the mesh they would make (returned: an upper
+    bound on its triangles)."""
     signature = inspect.signature(generator)
     for key, value in params.items():
         pctx = where(ctx, key)
@@ -130,23 +138,38 @@ def _check_parameters(kind: str, name: str, generator, params: dict, ctx: str) -
             counts.append(counts[0] if counts else 1)
         elif not isinstance(default, float):
             counts.append(max(1, int(value)))
+    triangles = 0
     if key_counts := GENERATED_TRIANGLES.get((kind, name)):
         if name == "box" and len(counts) == 1:
             counts = counts * 3
-        try:
-            check_generated_triangles(key_counts(counts), f"{ctx}: {kind} {name!r}")
-        except LimitError as exc:
-            raise SceneError(str(exc)) from None
+        triangles = int(key_counts(counts))
+        _check_triangles(triangles, f"{ctx}: {kind} {name!r}")
+    return triangles
 
 
-def check_mesh_spec(spec: Any, ctx: str = "mesh") -> None:
+def _check_triangles(triangles: int, what: str) -> None:
+    """:func:`~meshopt_batch.limits.check_generated_triangles` raising :class:`SceneError`."""
+    try:
+        check_generated_triangles(triangles, what)
+    except LimitError as exc:
+        raise SceneError(str(exc)) from None
+
+
+def check_mesh_spec(spec: Any, ctx: str = "mesh") -> int:
     """Check a ``MESH`` entry (its fallbacks and merge parts too) without building anything.
+
+    Returns
+    -------
+    int
+        An upper bound on the triangles the entry generates: a shape's or generator's size,
+        a merge's parts added up, a ``shared`` or ``file`` mesh's fallback (the file's own
+        size is known only once it is read).
 
     Raises
     ------
     SceneError
         One line naming the place: a wrong type, an unknown key, shape, generator or
-        parameter, or a generated mesh over the size limit.
+        parameter, or a generated mesh or merge over the size limit.
     """
     d = _as_dict(spec, ctx)
     kinds = [k for k in _SOURCES if k in d]
@@ -161,35 +184,40 @@ def check_mesh_spec(spec: Any, ctx: str = "mesh") -> None:
         integer(d["mesh"], where(ctx, "mesh"), 0)
     if "gltf_geometry" in d:
         string(d["gltf_geometry"], where(ctx, "gltf_geometry"))
-    if "fallback" in d:
-        check_mesh_spec(d["fallback"], where(ctx, "fallback"))
+    fallback_triangles = check_mesh_spec(d["fallback"], where(ctx, "fallback")) if "fallback" in d else None
     rest = {k: v for k, v in d.items() if k not in _MODIFIERS and k != kind}
     if kind in ("shape", "library"):
         table, generator = _generator(kind, d[kind], ctx)
         params = rest.pop("params", {})
         if not isinstance(params, dict):
             raise SceneError(f"{ctx}.params: expected an object, got {describe(params)}")
-        _check_parameters(table, d[kind], generator, {**params, **rest}, ctx)
-        return
+        return _check_parameters(table, d[kind], generator, {**params, **rest}, ctx)
     if rest:
         raise SceneError(f"{ctx}: unknown key {sorted(rest)[0]!r}")
     if kind in ("shared", "file"):
         string(d[kind], where(ctx, kind))
-        return
+        return _DEFAULT_FALLBACK_TRIANGLES if fallback_triangles is None else fallback_triangles
     parts = d["merge"]
     if not isinstance(parts, list) or not parts:
         raise SceneError(f"{ctx}.merge: expected a non-empty list of parts, got {describe(parts)}")
+    total = 0
     for i, part in enumerate(parts):
         pctx = where(where(ctx, "merge"), i)
         check_keys(part, ("mesh", "position", "rotation", "scale"), pctx)
         if "mesh" not in part:
             raise SceneError(f"{pctx}: missing 'mesh'")
-        check_mesh_spec(part["mesh"], where(pctx, "mesh"))
+        total += check_mesh_spec(part["mesh"], where(pctx, "mesh"))
         for key in ("position", "rotation"):
             if key in part:
                 vector(part[key], where(pctx, key))
         if "scale" in part:
             vector(part["scale"], where(pctx, "scale"))
+    _check_triangles(total, f"{where(ctx, 'merge')}: {len(parts)} parts together")
+    return total
+
+
+#: Triangles of :data:`_DEFAULT_FALLBACK`.
+_DEFAULT_FALLBACK_TRIANGLES = check_mesh_spec(_DEFAULT_FALLBACK)
 
 
 def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
@@ -213,7 +241,7 @@ def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
     normalize = spec.pop("normalize", False)
     which = spec.pop("mesh", None)
     geometry = spec.pop("gltf_geometry", None)
-    fallback = spec.pop("fallback", {"shape": "sphere"})
+    fallback = spec.pop("fallback", _DEFAULT_FALLBACK)
     kind = next(k for k in _SOURCES if k in spec)
     if kind == "merge":
         mesh = _merge_parts(spec.pop("merge"), base_dir, where(ctx, "merge"), fallbacks)
@@ -324,12 +352,15 @@ def _merge_parts(parts: Any, base_dir: Path | None, ctx: str, fallbacks: list | 
     if not isinstance(parts, list) or not parts:
         raise SceneError(f"{ctx}: expected a non-empty list of parts")
     baked = []
+    total = 0
     for i, part in enumerate(parts):
         pctx = where(ctx, i)
         part = check_keys(part, ("mesh", "position", "rotation", "scale"), pctx)
         if "mesh" not in part:
             raise SceneError(f"{pctx}: missing 'mesh'")
         m = resolve_mesh(part["mesh"], base_dir, where(pctx, "mesh"), fallbacks)
+        total += m.triangle_count      # a file part's size is known only now
+        _check_triangles(total, f"{ctx}: parts 0..{i} together")
         scale = part.get("scale", 1.0)
         scale = (number(scale, where(pctx, "scale")),) * 3 if not isinstance(scale, list) \
             else vector(scale, where(pctx, "scale"))

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from meshopt_batch import limits
 from meshopt_batch.files import atomic_write
 from meshopt_batch.json_values import describe
-from meshopt_batch.limits import MAX_FRAMES, MAX_SCREEN_SIDE
+from meshopt_batch.limits import MAX_FRAMES, MAX_SCREEN_SIDE, LimitError, check_scene_triangles
 from meshopt_batch.mesh import Mesh
 
 from .. import shapes
@@ -266,6 +267,39 @@ class Scene:
         for ly in self.layers:
             if ly.camera is None and self.camera is None:
                 raise SceneError(f"layers: {ly.name} has no camera")
+        self._check_triangles()
+
+    def _mesh_ctx(self, name: str) -> str:
+        """Where the mesh ``name`` sits in the JSON form."""
+        if name.startswith(_INLINE):
+            return f"objects[{name[len(_INLINE):]}].mesh"
+        return f"meshes.{name}" if name in self.meshes else f"mesh {name!r}"
+
+    def _check_triangles(self) -> None:
+        """Refuse, before any mesh is built, draw calls that would submit more than
+        :data:`~meshopt_batch.limits.MAX_SCENE_TRIANGLES` triangles a frame (every object
+        counts its mesh's triangles: the generators' sizes, a file mesh's once it is read)."""
+        self._draws_per_mesh: dict[str, int] = {}
+        for o in self.objects:
+            self._draws_per_mesh[o.mesh] = self._draws_per_mesh.get(o.mesh, 0) + 1
+        self._mesh_triangles = {name: check_mesh_spec(self.meshes.get(name, name), self._mesh_ctx(name))
+                                for name in self._draws_per_mesh}
+        self._refuse_triangles()
+
+    def _refuse_triangles(self) -> None:
+        """Refuse when the draw calls' triangles (as known now) are over the scene limit."""
+        share = {n: self._draws_per_mesh[n] * t for n, t in self._mesh_triangles.items()}
+        total = sum(share.values())
+        if total <= limits.MAX_SCENE_TRIANGLES:
+            return
+        top = max(share, key=share.__getitem__)
+        n = self._draws_per_mesh[top]
+        try:
+            check_scene_triangles(total, f"objects: {len(self.objects)} draw calls (the most from "
+                                         f"{self._mesh_ctx(top)}: {self._mesh_triangles[top]:,} triangles "
+                                         f"x {n} object{'s' if n != 1 else ''})")
+        except LimitError as exc:
+            raise SceneError(str(exc)) from None
 
     def to_dict(self) -> dict:
         """The JSON form (``Scene.from_dict(s.to_dict())`` renders the same frames)."""
@@ -298,6 +332,9 @@ class Scene:
             ctx = f"objects[{name[len(_INLINE):]}].mesh" if name.startswith(_INLINE) else f"meshes.{name}"
             try:
                 m = resolve_mesh(spec, self.base_dir, ctx, self.fallbacks)
+                if name in self._mesh_triangles:     # a file mesh's size is known only now
+                    self._mesh_triangles[name] = m.triangle_count
+                    self._refuse_triangles()
             except SceneError as exc:
                 raise SceneError(f"{Path(self.source).name}: {exc}" if self.source else str(exc)) from None
             self._mesh_cache[name] = m
