@@ -37,6 +37,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -46,12 +47,12 @@ import numpy as np
 
 from . import asset_delivery as delivery
 from .errors import MeshError
-from .files import atomic_write
 from .io.common import Refusal, one_line
+from .io.glb import MissingFile, read_external
 from .io.gltf_document import COMPONENT_DTYPES, GltfFile, read_accessor, read_document
 from .io.gltf_draws import IndexBuffer, VertexSet, census, strip_fan_to_list
 from .io.gltf_layout import DocumentEditor, accessor_span
-from .io.gltf_output import local_uri, package_gltf, resource_files, same_file
+from .io.gltf_output import local_uri, package_gltf, resource_files, same_file, write_file_set
 from .profiles import Profile
 from .reuse import Prediction, predict
 from .targets import Target
@@ -361,8 +362,9 @@ def _copy_through(doc: dict, data: bytes, source: Path, output: Path) -> list[tu
             return None
         src_file = source.parent / urllib.parse.unquote(uri)
         target = output.parent / rel
-        if not same_file(src_file, target) and src_file.is_file():
-            files.append((target, src_file.read_bytes()))
+        if not same_file(src_file, target):
+            with contextlib.suppress(MissingFile):      # a missing file stays missing, as in the source
+                files.append((target, read_external(source, uri, "external file")))
     return files
 
 
@@ -451,9 +453,7 @@ def _package(editor: DocumentEditor, got: GltfFile, data: bytes, source: Path, o
 
 
 def _store(written: _Written, result: GltfResult) -> GltfResult:
-    """Write the side files, then the main file (each atomically)."""
-    for path, raw in written.side:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, raw)
-    atomic_write(written.output, written.main)
+    """Write the main file and its side files all or none (:func:`.io.gltf_output.write_file_set`:
+    the main file appears last, once its side files are there)."""
+    write_file_set([(written.output, written.main), *written.side])
     return result

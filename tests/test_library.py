@@ -324,6 +324,24 @@ def test_malformed_manifest_entries_are_done_again_not_a_traceback(tmp_path, cap
     assert main(["report", "--library", str(out), "-o", str(tmp_path / "rep")]) == 0
 
 
+def test_a_library_gltf_whose_buffer_is_a_fifo_fails_alone_and_does_not_hang(tmp_path, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    doc = {"asset": {"version": "2.0"}, "buffers": [{"uri": "b.bin", "byteLength": 36}],
+           "bufferViews": [{"buffer": 0, "byteLength": 36}],
+           "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                          "min": [0, 0, 0], "max": [1, 1, 0]}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}]}
+    (lib / "a.gltf").write_text(json.dumps(doc))
+    os.mkfifo(lib / "b.bin")
+    save_mesh(shuffled(meshes.torus(10, 6)), lib / "c.ply")
+    assert main(["optimize", str(lib), "-o", str(tmp_path / "out"), "--no-progress"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["meshopt-batch: a.gltf: buffer 0 file 'b.bin' is a FIFO (named pipe), not a regular file"]
+    entries = read_manifest(tmp_path / "out" / MANIFEST_NAME)
+    assert entries["a.gltf"]["references"] == {"b.bin": "missing"} and entries["c.ply"]["status"] == "ok"
+
+
 # ------------------------------------------------------------------------------ kill -9
 def test_kill_9_then_rerun_ends_every_file_ok_once(tmp_path):
     lib = tmp_path / "lib"

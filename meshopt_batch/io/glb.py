@@ -1,5 +1,13 @@
 """The glTF container: GLB chunks, ``data:`` URIs, and a document with one binary buffer
-packed as ``.glb`` or ``.gltf`` bytes.
+packed as ``.glb`` or ``.gltf`` bytes, and the external files a ``.gltf``'s URIs name.
+
+An external buffer or image file is read by :func:`read_external`: it is opened without
+blocking and must be a regular file (a FIFO would wait for a writer forever, ``/dev/zero``
+never ends, a directory has no bytes), only the bytes a buffer declares are read, and what
+is read must fit in the memory available (:func:`meshopt_batch.limits.check_memory`) before
+anything is allocated.  A URI is taken relative to the glTF's folder; absolute paths and
+``../`` are read as the file names them (the specification allows relative URIs only, and
+files written that way are kept readable).
 
 References
 ----------
@@ -12,13 +20,17 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import stat
 import struct
 import urllib.parse
 from pathlib import Path
 
+from ..limits import LimitError, check_memory
 from .common import Refusal
 
-__all__ = ["CHUNK_BIN", "CHUNK_JSON", "GLB_MAGIC", "decode_data_uri", "image_mime", "parse_glb", "serialize_gltf"]
+__all__ = ["CHUNK_BIN", "CHUNK_JSON", "GLB_MAGIC", "MissingFile", "decode_data_uri", "external_path", "image_mime",
+           "parse_glb", "read_external", "serialize_gltf"]
 
 GLB_MAGIC = b"glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -59,6 +71,77 @@ def decode_data_uri(uri: str) -> tuple[bytes, str | None]:
     head, _, payload = uri.partition(",")
     raw = base64.b64decode(payload) if head.endswith(";base64") else urllib.parse.unquote_to_bytes(payload)
     return raw, head[5:].split(";")[0] or None
+
+
+class MissingFile(Refusal):
+    """An external file that does not exist or cannot be opened (callers may keep its URI)."""
+
+
+#: What a path that is not a regular file is, by its ``stat`` mode.
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def external_path(source: Path, uri: str) -> Path:
+    """The file a (non-``data:``) URI of the glTF file ``source`` names."""
+    return source.parent / urllib.parse.unquote(uri)
+
+
+def read_external(source: Path, uri: str, what: str, length: int | None = None) -> bytes:
+    """The bytes of the external file that ``uri`` of the glTF file ``source`` names.
+
+    Parameters
+    ----------
+    source : Path
+        The ``.gltf``/``.glb`` file; the URI is relative to its folder.
+    uri : str
+        The ``uri`` as the document writes it (percent-encoded).
+    what : str
+        What the file is for the messages, such as ``"buffer 0 file"`` or ``"image file"``.
+    length : int, optional
+        Read only the first ``length`` bytes (a buffer's ``byteLength``); the file must have
+        at least that many.  None: the whole file.
+
+    Raises
+    ------
+    MissingFile
+        The file does not exist or cannot be opened (one line naming the URI).
+    Refusal
+        Not a regular file, shorter than ``length``, or more bytes than the memory available.
+    """
+    label = f"{what} {uri!r}"
+    path = external_path(source, uri)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise MissingFile(f"{label} is missing or unreadable ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode):
+            kind = next((k for test, k in _FILE_KINDS if test(mode.st_mode)), "not a file")
+            raise Refusal(f"{label} is {kind}, not a regular file")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        size = mode.st_size
+        if length is not None and size < length:
+            raise Refusal(f"{label} has {size:,} bytes, {length:,} declared (byteLength)")
+        want = size if length is None else length
+        try:
+            check_memory(want, f"reading {label} ({want:,} bytes)")
+        except LimitError as exc:
+            raise Refusal(str(exc)) from None
+        try:
+            raw = fh.read(want)
+        except OSError as exc:
+            raise MissingFile(f"{label} is unreadable ({exc.strerror or exc})") from None
+    if len(raw) < want:  # it shrank since fstat
+        raise Refusal(f"{label} has {len(raw):,} bytes, {want:,} expected")
+    return raw
 
 
 def serialize_gltf(doc: dict, bin_data: bytes, path: Path) -> bytes:

@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..limits import LimitError, check_memory, format_bytes
 from .common import Refusal
-from .glb import GLB_MAGIC, decode_data_uri, parse_glb
+from .glb import GLB_MAGIC, decode_data_uri, parse_glb, read_external
 from .gltf_draco import decode_draco_primitives
 from .gltf_meshopt import DecodedView, decode_buffer_views
 from .gltf_schema import validate_document
@@ -57,9 +58,11 @@ __all__ = [
     "COMPONENT_TYPE_OF",
     "COMPRESSION_EXTENSIONS",
     "GltfFile",
+    "READ_COPIES",
     "SEMANTIC_WIDTHS",
     "TYPE_OF_COMPONENTS",
     "attribute_array",
+    "check_accessor_memory",
     "key_to_semantic",
     "load_document",
     "read_accessor",
@@ -71,6 +74,13 @@ __all__ = [
 #: Component counts the specification allows for each vertex attribute semantic.
 SEMANTIC_WIDTHS = {"NORMAL": (3,), "TANGENT": (4,), "TEXCOORD": (2,), "COLOR": (3, 4),
                    "JOINTS": (4,), "WEIGHTS": (4,)}
+
+
+#: Peak bytes reading an accessor holds per byte of the array it gives (its float32 form,
+#: int64 for indices): the stored copy, the conversion, the mesh built from them.  Measured
+#: 1.2-2.0 with ``load_meshes`` (positions; positions and indices; positions and normalized
+#: int16 normals); rounded up.
+READ_COPIES = 3
 
 
 def semantic_to_key(sem: str) -> str:
@@ -139,9 +149,13 @@ def read_document(data: bytes, path: Path) -> GltfFile:
     primitive decoded.
 
     Refuses GLB files with a bad header, versions other than 2.x, and buffers that are
-    missing or shorter than declared; a corrupt compressed view or Draco bitstream is
-    refused naming its buffer view.  A buffer without data (no ``uri``, not the GLB
-    binary chunk) is a fallback placeholder: only compressed views may refer to it.
+    missing or shorter than declared; a buffer file must be a regular file and only its
+    ``byteLength`` bytes are read (:func:`.glb.read_external`); the buffer files and the
+    arrays of the triangle primitives' accessors must fit in the memory available
+    (:func:`check_accessor_memory`), checked before anything is read.  A corrupt compressed
+    view or Draco bitstream is refused naming its buffer view.  A buffer without data (no
+    ``uri``, not the GLB binary chunk) is a fallback placeholder: only compressed views may
+    refer to it.
     """
     if data[:4] == GLB_MAGIC:
         doc, bin_chunk = parse_glb(data)
@@ -155,6 +169,8 @@ def read_document(data: bytes, path: Path) -> GltfFile:
     version = str(doc["asset"].get("version", ""))
     if not version.startswith("2."):
         raise Refusal(f"glTF version {version!r} is not supported (2.x is)")
+    check_accessor_memory(doc, *_triangle_accessors(doc, unique=True), "the triangle primitives' accessors")
+    _check_buffer_files(doc)
     stored: list[bytes | None] = []
     for i, b in enumerate(doc.get("buffers", [])):
         uri = b.get("uri")
@@ -163,12 +179,8 @@ def read_document(data: bytes, path: Path) -> GltfFile:
             continue
         if uri.startswith("data:"):
             raw, _ = decode_data_uri(uri)
-        else:
-            bpath = path.parent / urllib.parse.unquote(uri)
-            try:
-                raw = bpath.read_bytes()
-            except OSError:
-                raise Refusal(f"buffer file {uri!r} is missing or unreadable") from None
+        else:  # a regular file, only its declared bytes (read_external)
+            raw = read_external(path, uri, f"buffer {i} file", b.get("byteLength"))
         if len(raw) < int(b.get("byteLength", 0)):
             raise Refusal(f"buffer {i} has {len(raw)} bytes, {b.get('byteLength')} declared")
         stored.append(raw)
@@ -178,6 +190,88 @@ def read_document(data: bytes, path: Path) -> GltfFile:
     buffers, streams = decode_buffer_views(doc, stored)
     doc, buffers, draco = decode_draco_primitives(doc, buffers)
     return GltfFile(doc, buffers, stored, streams, draco)
+
+
+def _check_buffer_files(doc: dict) -> None:
+    """Refuse external buffer files whose declared bytes together exceed the memory available
+    (each is checked again as it is read)."""
+    files = [(b["uri"], int(b.get("byteLength", 0))) for b in doc.get("buffers", [])
+             if b.get("uri") is not None and not b["uri"].startswith("data:")]
+    if len(files) > 1:
+        total = sum(n for _, n in files)
+        uri, most = max(files, key=lambda f: f[1])
+        try:
+            check_memory(total, f"reading {len(files)} buffer files ({total:,} bytes declared; "
+                                f"the largest, {uri!r}, {most:,})")
+        except LimitError as exc:
+            raise Refusal(str(exc)) from None
+
+
+def _triangle_accessors(doc: dict, unique: bool) -> tuple[list[int], list[int]]:
+    """The attribute (and morph target) accessors and the index accessors of the triangle
+    primitives: each once (``unique``), or once per primitive that reads it."""
+    attrs: list[int] = []
+    indices: list[int] = []
+    for mesh in doc.get("meshes", []):
+        for prim in mesh.get("primitives", []):
+            if int(prim.get("mode", 4)) not in (4, 5, 6):  # triangles, strip, fan
+                continue
+            attrs += [int(a) for a in prim.get("attributes", {}).values()]
+            attrs += [int(a) for t in prim.get("targets", []) for a in t.values()]
+            if "indices" in prim:
+                indices.append(int(prim["indices"]))
+    if unique:
+        return sorted(set(attrs)), sorted(set(indices))
+    return attrs, indices
+
+
+def _array_bytes(doc: dict, acc: dict, index: bool) -> int:
+    """Bytes of an accessor's array as the readers give it: float32 (or its stored type when
+    wider) per component, int64 per index; with its sparse indices and values.  An accessor
+    in a buffer view counts at most the elements the view holds (the reader refuses more)."""
+    ncomp = COMPONENTS_OF_TYPE[acc["type"]]
+    size = np.dtype(COMPONENT_DTYPES[acc["componentType"]]).itemsize
+    per = 8 if index else ncomp * max(size, 4)
+    count = int(acc["count"])
+    if "bufferView" in acc:
+        view = doc["bufferViews"][acc["bufferView"]]
+        stride = int(view.get("byteStride") or ncomp * size)
+        room = int(view["byteLength"]) - int(acc.get("byteOffset", 0))
+        count = min(count, max(0, room // stride + 1))
+    n = count * per
+    if acc.get("sparse"):
+        n += int(acc["sparse"]["count"]) * (8 + ncomp * size)
+    return n
+
+
+def check_accessor_memory(doc: dict, attributes: Iterable[int], indices: Iterable[int], what: str) -> None:
+    """Refuse reading the ``attributes`` and ``indices`` accessors (a number repeated is read
+    again) when their arrays, :data:`READ_COPIES` times, exceed the memory available.
+
+    An accessor without a ``bufferView`` is ``count`` zeros however small the file is, and
+    one buffer view can back many accessors, so the declared sizes are summed before any
+    array is allocated.  ``doc`` must have passed :func:`.gltf_schema.validate_document`.
+
+    Raises
+    ------
+    Refusal
+        One line: ``what``, the bytes needed, the largest accessor and the memory available.
+    """
+    accs = doc.get("accessors", [])
+    sizes = [(_array_bytes(doc, accs[a], False), a) for a in attributes]
+    sizes += [(_array_bytes(doc, accs[a], True), a) for a in indices]
+    if not sizes:
+        return
+    total = sum(n for n, _ in sizes)
+    most, a = max(sizes)
+    acc = accs[a]
+    form = f"in bufferView {acc['bufferView']}" if "bufferView" in acc else "without a bufferView"
+    try:
+        check_memory(READ_COPIES * total,
+                     f"reading {what} ({format_bytes(total)} of arrays, {READ_COPIES} copies; the largest, "
+                     f"/accessors/{a}, {int(acc['count']):,} {acc['type']} elements {form})")
+    except LimitError as exc:
+        raise Refusal(str(exc)) from None
 
 
 def view_bytes(doc: dict, buffers: list[bytes], view_index: int) -> tuple[memoryview, int | None]:

@@ -24,6 +24,12 @@ into the files to write:
   A GLB's fallback buffer with data in a file of its own (gltfpack ``-cf``) stays a file
   of its own, ``<output stem>.fallback.bin``.
 
+The side files are checked before anything is written (:func:`check_targets`: no directory
+in the way, folders writable), and :func:`write_file_set` writes a set all or nothing:
+every file to a temporary beside it first, renamed into place only when all are written.
+External files read here (images copied or embedded) must be regular files that fit in
+memory (:func:`.glb.read_external`).
+
 Nothing else is added: no ``mimeType`` on an image that stays a URI, no ``generator``, no
 default values.  The JSON of a ``.gltf`` is indented like the source's (compact when the
 source was on one line or a GLB), and non-ASCII text is kept as UTF-8.
@@ -38,18 +44,22 @@ References
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import posixpath
 import struct
 import urllib.parse
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..files import atomic_path, resolve_target
 from .common import Refusal
-from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, decode_data_uri, image_mime
+from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, MissingFile, decode_data_uri, image_mime, read_external
 from .gltf_types import MESHOPT_EXTENSIONS
 
-__all__ = ["CORE_IMAGE_TYPES", "json_indent", "local_uri", "package_gltf", "resource_files", "same_file"]
+__all__ = ["CORE_IMAGE_TYPES", "check_targets", "json_indent", "local_uri", "package_gltf", "resource_files",
+           "same_file", "write_file_set"]
 
 #: Image types a texture's core ``source`` may name; others (KTX2, WebP) need an extension's source.
 CORE_IMAGE_TYPES = ("image/png", "image/jpeg")
@@ -109,11 +119,13 @@ def resource_files(doc: dict, source: Path) -> list[Path]:
 
 
 def _read_image(uri: str, source: Path) -> tuple[bytes, str | None] | None:
+    """An image's bytes and media type (None: its file is missing); a file that is not a
+    regular file or does not fit in memory is refused (:func:`.glb.read_external`)."""
     if uri.startswith("data:"):
         return decode_data_uri(uri)
     try:
-        return (source.parent / urllib.parse.unquote(uri)).read_bytes(), None
-    except OSError:
+        return read_external(source, uri, "image file"), None
+    except MissingFile:
         return None
 
 
@@ -126,8 +138,92 @@ def package_gltf(doc: dict, buffers: list[bytes | None], source: Path, output: P
     """
     indent = json_indent(source_bytes)
     if output.suffix.lower() == ".glb":
-        return _as_glb(doc, buffers, source, output)
-    return _as_gltf(doc, buffers, source, output, changed, indent, embed)
+        got = _as_glb(doc, buffers, source, output)
+    else:
+        got = _as_gltf(doc, buffers, source, output, changed, indent, embed)
+    check_targets([output] + [path for path, _ in got[1]])  # before any of them is written
+    return got
+
+
+def check_targets(paths: Iterable[Path]) -> None:
+    """Refuse output files that cannot be written where they go: a directory in the way, a
+    file where a folder must be, a folder that cannot be written to.
+
+    Called for the whole set (a ``.gltf`` and its companions) before any file is written,
+    so a set that cannot be complete is refused without touching anything.
+
+    Raises
+    ------
+    Refusal
+        One line naming the output file and what is in its way.
+    """
+    for path in paths:
+        if path.is_dir():
+            raise Refusal(f"output file {path} is a directory")
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise Refusal(f"output file {path}: {folder} is not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise Refusal(f"output file {path}: folder {folder} is not writable")
+
+
+def write_file_set(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write files that must appear together (a ``.gltf`` and its companions): all or none.
+
+    Every file is first written to a temporary beside its target
+    (:func:`meshopt_batch.files.atomic_path`, the single-file mechanism); only when all are
+    written are they renamed into place, the first listed last (list the main file first:
+    it appears only once its companions are there).  When a write fails, every temporary is
+    removed, the folders this call created are removed again, and no existing file is
+    touched.  The targets are checked (:func:`check_targets`) before anything is written
+    and again just before the renames; a rename that still fails (the folder changed in
+    between) leaves the files renamed before it.  A target listed twice is written once
+    (the first bytes).
+
+    Raises
+    ------
+    Refusal
+        A target that cannot be written (:func:`check_targets`).
+    MeshoptBatchError
+        A write failed (one line naming the file).
+    """
+    unique: dict[Path, tuple[Path, bytes]] = {}
+    for path, raw in files:
+        unique.setdefault(Path(os.path.abspath(resolve_target(path))), (path, raw))
+    paths = [path for path, _ in unique.values()]
+    check_targets(paths)
+    created: list[Path] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            for path, raw in unique.values():
+                created += _make_folders(path.parent)
+                tmp = stack.enter_context(atomic_path(path))
+                with open(tmp, "wb") as fh:
+                    fh.write(raw)
+            check_targets(paths)  # the renames happen as the stack closes, last listed first
+    except BaseException:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for f in reversed(missing):
+        try:
+            f.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise Refusal(f"cannot create folder {f}: {exc.strerror or exc}") from None
+    return list(reversed(missing))
 
 
 def _external_fallback(entry: dict) -> bool:
@@ -229,8 +325,8 @@ def _keep_image_file(im: dict, uri: str, source: Path, out_dir: Path, files: lis
     if same_file(target, src_file):
         return
     try:
-        files.append((target, src_file.read_bytes()))
-    except OSError:
+        files.append((target, read_external(source, uri, "image file")))
+    except MissingFile:
         notes.append(f"image {uri!r} of the source is missing; its uri is kept")
 
 

@@ -21,7 +21,9 @@ property they use ([1]_, the JSON schema of each object):
   (:data:`~meshopt_batch.limits.FLOAT32_MAX`), since positions are float32 and a larger
   factor turns them into infinities;
 * memory: an accessor without a ``bufferView`` is all zeros of ``count`` elements (then
-  sparse substitutions); that allocation must fit in the memory available.
+  sparse substitutions); that allocation must fit in the memory available.  The sum over
+  every accessor a read materializes is checked by the reader before it allocates
+  (:func:`~meshopt_batch.io.gltf_document.check_accessor_memory`).
 
 A failure is one :class:`~meshopt_batch.io.common.Refusal` naming the JSON pointer and what
 was expected (``/nodes/0/translation: expected an array of 3 numbers, got null``); the file's

@@ -30,14 +30,13 @@ from __future__ import annotations
 import copy
 import re
 import struct
-import urllib.parse
 import warnings
 from pathlib import Path
 from typing import Any
 
 from ..mesh import Mesh
 from .common import Refusal, one_line
-from .glb import decode_data_uri, image_mime, serialize_gltf
+from .glb import MissingFile, decode_data_uri, image_mime, read_external, serialize_gltf
 from .gltf_document import COMPRESSION_EXTENSIONS, load_document, view_bytes
 from .gltf_read import triangle_slots
 from .gltf_types import MESHOPT_EXTENSIONS
@@ -133,7 +132,8 @@ def _copy_views(doc: dict, buffers: list[bytes], builder: BinaryBuilder) -> None
 
 def _embed_images(doc: dict, builder: BinaryBuilder, path: Path, source: Path) -> None:
     """Images given by a ``uri`` (file or ``data:``) become buffer views; a missing file or
-    an unknown image type keeps its ``uri`` (warning)."""
+    an unknown image type keeps its ``uri`` (warning).  A file that is not a regular file or
+    does not fit in memory is refused (:func:`.glb.read_external`)."""
     for im in doc.get("images", []):
         uri = im.get("uri")
         if uri is None:
@@ -141,10 +141,10 @@ def _embed_images(doc: dict, builder: BinaryBuilder, path: Path, source: Path) -
         try:
             if uri.startswith("data:"):
                 raw, mime = decode_data_uri(uri)
-            else:
-                raw = (source.parent / urllib.parse.unquote(uri)).read_bytes()
+            else:  # a regular file that fits in memory, or a refusal (read_external)
+                raw = read_external(source, uri, f"source {source}: image file")
                 mime = None
-        except OSError:
+        except MissingFile:
             warnings.warn(f"{path}: image {uri!r} of source {source} is missing; its uri is kept", stacklevel=4)
             continue
         mime = mime or image_mime(uri, raw)

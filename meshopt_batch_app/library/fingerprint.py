@@ -22,10 +22,12 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import stat
 import struct
 import urllib.parse
 from dataclasses import dataclass, field
@@ -118,15 +120,17 @@ def document_of(path: Path) -> dict | None:
 
 
 def reference_hashes(folder: Path, uris: list[str]) -> tuple[dict, int]:
-    """``uri -> sha256`` (``"missing"`` when unreadable) and the bytes read."""
+    """``uri -> sha256`` (``"missing"`` when unreadable or not a regular file: a FIFO would
+    wait for a writer, a device never end) and the bytes read."""
     hashes, total = {}, 0
     for uri in uris:
         target = folder / uri
-        try:
-            hashes[uri] = sha256_file(target)
-            total += target.stat().st_size
-        except OSError:
-            hashes[uri] = "missing"
+        hashes[uri] = "missing"
+        with contextlib.suppress(OSError):
+            size = target.stat().st_size if stat.S_ISREG(target.stat().st_mode) else None
+            if size is not None:
+                hashes[uri] = sha256_file(target)
+                total += size
     return hashes, total
 
 
