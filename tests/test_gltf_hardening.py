@@ -369,3 +369,18 @@ def test_write_file_set_writes_all_and_refuses_a_blocked_target_first(tmp_path):
     assert (out / "o.gltf").read_bytes() == b"{}" and (out / "o.bin").read_bytes() == b"new"
     assert (out / "textures" / "a.png").read_bytes() == PNG
     no_temporaries(out)
+
+
+# ------------------------------------------------------------------------------ node hierarchy
+@pytest.mark.parametrize("nodes, scene_nodes, message", [
+    ([{"mesh": 0, "children": [1]}, {"children": [0]}], [0],
+     "/nodes/1: node 1 is its own ancestor (the nodes must form disjoint trees)"),
+    ([{"mesh": 0, "children": [0]}], [0], "/nodes/0/children/0: node 0 is itself (the nodes must form disjoint trees)"),
+    ([{"mesh": 0, "children": [2]}, {"children": [2]}, {}], [0, 1],
+     "/nodes/1/children/0: node 2 is already a child of node 0 (the nodes must form disjoint trees)"),
+    ([{"mesh": 0, "children": [1]}, {}], [0, 1], "/scenes/0/nodes/1: node 1 is not a root (a child of node 0)"),
+])
+def test_a_node_hierarchy_that_is_not_a_forest_is_refused(tmp_path, capsys, nodes, scene_nodes, message):
+    doc = {**triangle_doc(), "nodes": nodes, "scenes": [{"nodes": scene_nodes}]}
+    src = write_gltf(tmp_path, doc)
+    assert one_error(capsys, main(["analyze", str(src)])) == f"{src}: {message}"

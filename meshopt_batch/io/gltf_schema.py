@@ -7,6 +7,8 @@ property they use ([1]_, the JSON schema of each object):
 
 * types: the top-level arrays hold objects; ``asset`` is an object with a string
   ``version``; names, URIs and MIME types are strings; ``normalized`` is a boolean;
+* the node hierarchy: disjoint strict trees (one parent at most, no cycle), scenes listing
+  root nodes;
 * references: every index (``scene``, ``scenes[].nodes``, ``nodes[].children/mesh/skin``,
   primitive ``attributes/indices/material/targets``, ``bufferViews[].buffer``, accessor and
   sparse ``bufferView``, image ``bufferView``, texture ``source/sampler``, skin
@@ -142,6 +144,7 @@ class _Checker:
             self.index_list(scene, "nodes", f"/scenes/{i}", "nodes")
         for i, node in enumerate(doc.get("nodes", [])):
             self.node(node, f"/nodes/{i}")
+        self.hierarchy()
         for i, mesh in enumerate(doc.get("meshes", [])):
             self.mesh(mesh, f"/meshes/{i}")
         for i, buf in enumerate(doc.get("buffers", [])):
@@ -175,6 +178,33 @@ class _Checker:
     def index_map(self, value: Any, where: str, target: str) -> None:
         for key, v in self.obj(value, where).items():
             self.index(v, where + pointer(key), target)
+
+    def hierarchy(self) -> None:
+        """The nodes form disjoint strict trees (a node has at most one parent and is not its
+        own ancestor) and a scene lists root nodes only."""
+        nodes = self.doc.get("nodes", [])
+        parent: dict[int, int] = {}
+        for i, node in enumerate(nodes):
+            for j, child in enumerate(node.get("children", [])):
+                if child in parent or child == i:
+                    whose = "itself" if child == i else f"already a child of node {parent[child]}"
+                    raise Refusal(f"/nodes/{i}/children/{j}: node {child} is {whose} (the nodes must form "
+                                  "disjoint trees)")
+                parent[child] = i
+        done: set[int] = set()
+        for start in parent:
+            path, i = [], start
+            while i in parent and i not in done:
+                if i in path:
+                    raise Refusal(f"/nodes/{i}: node {i} is its own ancestor (the nodes must form disjoint trees)")
+                path.append(i)
+                i = parent[i]
+            done.update(path)
+        for s, scene in enumerate(self.doc.get("scenes", [])):
+            for j, root in enumerate(scene.get("nodes", [])):
+                if root in parent:
+                    raise Refusal(f"/scenes/{s}/nodes/{j}: node {root} is not a root (a child of node "
+                                  f"{parent[root]})")
 
     def node(self, node: dict, where: str) -> None:
         self.index_list(node, "children", where, "nodes")
