@@ -1,4 +1,5 @@
-"""glTF input hardening: external files, accessor memory, and output sets written all or none.
+"""glTF input hardening: external files, accessor memory, the node hierarchy, and output sets
+written all or none.
 
 * External buffer and image URIs must name regular files: ``/dev/zero``, a FIFO or a
   directory is refused with one line naming the URI (no endless read, no hang); a buffer
@@ -7,6 +8,8 @@
 * The arrays a read materializes (accessors without a ``bufferView`` are zeros of any
   ``count``; one view can back many accessors; every primitive reads its own) are summed and
   checked against the memory available before anything is allocated.
+* The nodes must form disjoint trees and a scene list roots: a cycle, a second parent or a
+  listed child is refused with its JSON pointer.
 * A ``.gltf`` output with companion files (``.bin``, textures) that cannot all be written
   is refused before any is written; :func:`~meshopt_batch.io.gltf_output.write_file_set`
   writes a set to temporaries and renames them only when all are written.
@@ -118,7 +121,7 @@ class FifoGuard:
         self.thread.join(5)
 
 
-# ----------------------------------------------------------------------------- defect 1: URIs
+# ----------------------------------------------------------------------------- external files
 def test_buffer_uri_naming_dev_zero_is_refused_without_reading(tmp_path, capsys):
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero")
@@ -232,7 +235,7 @@ def test_write_back_refuses_an_image_that_is_not_a_regular_file(tmp_path):
     assert not (tmp_path / "o.glb").exists()
 
 
-# ----------------------------------------------------------------------------- defect 2: accessors
+# ----------------------------------------------------------------------------- accessor memory
 def zero_doc(counts: list[int], prims_per_accessor: int = 1) -> dict:
     """A document of VEC3 POSITION accessors without a bufferView (all zeros), each drawn by
     ``prims_per_accessor`` non-indexed triangle primitives."""
@@ -291,7 +294,7 @@ def test_small_documents_still_read(tmp_path, capsys):
     assert main(["analyze", str(src)]) == 0, capsys.readouterr().err
 
 
-# ----------------------------------------------------------------------------- defect 3: output sets
+# ----------------------------------------------------------------------------- output file sets
 def glb_with_image(folder: Path) -> Path:
     """A GLB with an external image: its .gltf output is ``o.gltf``, ``o.bin`` and ``tex.png``."""
     folder.mkdir(parents=True, exist_ok=True)
