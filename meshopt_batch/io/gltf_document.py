@@ -65,6 +65,7 @@ __all__ = [
     "check_accessor_memory",
     "key_to_semantic",
     "load_document",
+    "primitive_accessors",
     "read_accessor",
     "read_document",
     "semantic_to_key",
@@ -169,7 +170,7 @@ def read_document(data: bytes, path: Path) -> GltfFile:
     version = str(doc["asset"].get("version", ""))
     if not version.startswith("2."):
         raise Refusal(f"glTF version {version!r} is not supported (2.x is)")
-    check_accessor_memory(doc, *_triangle_accessors(doc, unique=True), "the triangle primitives' accessors")
+    check_accessor_memory(doc, *_triangle_accessors(doc), "the triangle primitives' accessors")
     _check_buffer_files(doc)
     stored: list[bytes | None] = []
     for i, b in enumerate(doc.get("buffers", [])):
@@ -207,22 +208,24 @@ def _check_buffer_files(doc: dict) -> None:
             raise Refusal(str(exc)) from None
 
 
-def _triangle_accessors(doc: dict, unique: bool) -> tuple[list[int], list[int]]:
-    """The attribute (and morph target) accessors and the index accessors of the triangle
-    primitives: each once (``unique``), or once per primitive that reads it."""
+def primitive_accessors(primitives) -> tuple[list[int], list[int]]:
+    """The attribute (and morph target) accessors and the index accessors that ``primitives``
+    read, once per primitive (a shared accessor is repeated)."""
     attrs: list[int] = []
     indices: list[int] = []
-    for mesh in doc.get("meshes", []):
-        for prim in mesh.get("primitives", []):
-            if int(prim.get("mode", 4)) not in (4, 5, 6):  # triangles, strip, fan
-                continue
-            attrs += [int(a) for a in prim.get("attributes", {}).values()]
-            attrs += [int(a) for t in prim.get("targets", []) for a in t.values()]
-            if "indices" in prim:
-                indices.append(int(prim["indices"]))
-    if unique:
-        return sorted(set(attrs)), sorted(set(indices))
+    for prim in primitives:
+        attrs += [int(a) for a in prim.get("attributes", {}).values()]
+        attrs += [int(a) for t in prim.get("targets", []) for a in t.values()]
+        if "indices" in prim:
+            indices.append(int(prim["indices"]))
     return attrs, indices
+
+
+def _triangle_accessors(doc: dict) -> tuple[list[int], list[int]]:
+    """The accessors of the document's triangle primitives (triangles, strips, fans), each once."""
+    attrs, indices = primitive_accessors(prim for mesh in doc.get("meshes", []) for prim in mesh.get("primitives", [])
+                                         if int(prim.get("mode", 4)) in (4, 5, 6))
+    return sorted(set(attrs)), sorted(set(indices))
 
 
 def _array_bytes(doc: dict, acc: dict, index: bool) -> int:

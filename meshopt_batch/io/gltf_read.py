@@ -40,7 +40,14 @@ from ..errors import MeshError
 from ..mesh import Mesh
 from ..transform import transform_mesh
 from .common import UV_TOP_LEFT, Refusal
-from .gltf_document import attribute_array, check_accessor_memory, load_document, read_accessor, semantic_to_key
+from .gltf_document import (
+    attribute_array,
+    check_accessor_memory,
+    load_document,
+    primitive_accessors,
+    read_accessor,
+    semantic_to_key,
+)
 from .gltf_draws import TRIANGLE_MODES, strip_fan_to_list
 
 __all__ = ["node_matrix", "read_gltf", "to_world_space", "triangle_slots", "world_matrices"]
@@ -101,20 +108,6 @@ def triangle_slots(doc: dict, path: Path, warn: bool = True, notes: list | None 
     return slots
 
 
-def _slot_accessors(doc: dict, slots: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """The attribute and index accessors each triangle primitive of ``slots`` reads (repeated
-    where primitives share one)."""
-    attrs: list[int] = []
-    indices: list[int] = []
-    for mi, pi in slots:
-        prim = doc["meshes"][mi]["primitives"][pi]
-        attrs += [int(a) for a in prim.get("attributes", {}).values()]
-        attrs += [int(a) for t in prim.get("targets", []) for a in t.values()]
-        if "indices" in prim:
-            indices.append(int(prim["indices"]))
-    return attrs, indices
-
-
 def read_gltf(data: bytes, path: Path, notes: list | None = None) -> list[Mesh]:
     """One mesh per triangle primitive of a ``.gltf``/``.glb`` file, in file order.
 
@@ -132,7 +125,8 @@ def read_gltf(data: bytes, path: Path, notes: list | None = None) -> list[Mesh]:
             raise Refusal("no triangles: only point/line primitives")
         raise Refusal("empty: the glTF has no meshes")
     # every primitive reads its accessors anew (one mesh each): their sum must fit in memory
-    check_accessor_memory(doc, *_slot_accessors(doc, slots), f"{len(slots):,} triangle primitive(s)")
+    accessors = primitive_accessors(doc["meshes"][mi]["primitives"][pi] for mi, pi in slots)
+    check_accessor_memory(doc, *accessors, f"{len(slots):,} triangle primitive(s)")
     world = world_matrices(doc)
     users: dict[int, list[int]] = {}
     for ni, node in enumerate(doc.get("nodes", [])):
