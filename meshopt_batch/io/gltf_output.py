@@ -53,7 +53,8 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..files import atomic_path, resolve_target
+from ..errors import MeshoptBatchError
+from ..files import atomic_path, output_folder, resolve_target
 from .common import Refusal
 from .glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC, MissingFile, decode_data_uri, image_mime, read_external
 from .gltf_types import MESHOPT_EXTENSIONS
@@ -138,11 +139,8 @@ def package_gltf(doc: dict, buffers: list[bytes | None], source: Path, output: P
     """
     indent = json_indent(source_bytes)
     if output.suffix.lower() == ".glb":
-        got = _as_glb(doc, buffers, source, output)
-    else:
-        got = _as_gltf(doc, buffers, source, output, changed, indent, embed)
-    check_targets([output] + [path for path, _ in got[1]])  # before any of them is written
-    return got
+        return _as_glb(doc, buffers, source, output)
+    return _as_gltf(doc, buffers, source, output, changed, indent, embed)
 
 
 def check_targets(paths: Iterable[Path]) -> None:
@@ -160,13 +158,10 @@ def check_targets(paths: Iterable[Path]) -> None:
     for path in paths:
         if path.is_dir():
             raise Refusal(f"output file {path} is a directory")
-        folder = path.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        if not folder.is_dir():
-            raise Refusal(f"output file {path}: {folder} is not a folder")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise Refusal(f"output file {path}: folder {folder} is not writable")
+        try:
+            output_folder(path.parent, f"output file {path}: folder", create=False)
+        except MeshoptBatchError as exc:
+            raise Refusal(str(exc)) from None
 
 
 def write_file_set(files: Sequence[tuple[Path, bytes]]) -> None:

@@ -127,10 +127,10 @@ def reference_hashes(folder: Path, uris: list[str]) -> tuple[dict, int]:
         target = folder / uri
         hashes[uri] = "missing"
         with contextlib.suppress(OSError):
-            size = target.stat().st_size if stat.S_ISREG(target.stat().st_mode) else None
-            if size is not None:
+            info = target.stat()
+            if stat.S_ISREG(info.st_mode):
                 hashes[uri] = sha256_file(target)
-                total += size
+                total += info.st_size
     return hashes, total
 
 
