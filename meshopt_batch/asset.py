@@ -184,11 +184,13 @@ def _set_options(options: AssetOptions) -> SetOptions:
                       vertex_order=options.vertex_order, drop_degenerate=options.drop_degenerate)
 
 
-def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mesh], list[dict]]:
+def optimize_meshes(meshes: list[Mesh], options: AssetOptions, progress=None) -> tuple[list[Mesh], list[dict]]:
     """Every mesh (one vertex buffer, one index buffer) optimized on its own; returns the new
-    meshes and a record per mesh."""
+    meshes and a record per mesh (``progress``: see :func:`optimize_file`)."""
     out, records = [], []
     prof = options.target.first
+    if progress is not None:
+        progress(0, len(meshes))
     for mesh in meshes:
         records_in = None
         if options.weld:
@@ -224,13 +226,15 @@ def optimize_meshes(meshes: list[Mesh], options: AssetOptions) -> tuple[list[Mes
                       degenerate=buf.degenerate_before, degenerate_dropped=buf.dropped)
         out.append(new)
         records.append(record)
+        if progress is not None:
+            progress(len(out), len(meshes))
     return out, records
 
 
-def _optimize_mesh_file(src_path: Path, out_path: Path, options: AssetOptions) -> AssetReport:
+def _optimize_mesh_file(src_path: Path, out_path: Path, options: AssetOptions, progress=None) -> AssetReport:
     meshes = load_meshes(src_path)
     t0 = time.perf_counter()
-    new_meshes, records = optimize_meshes(meshes, options)
+    new_meshes, records = optimize_meshes(meshes, options, progress)
     seconds = time.perf_counter() - t0
     prof = options.target.first
     save_mesh(new_meshes if len(new_meshes) > 1 else new_meshes[0], out_path)
@@ -258,8 +262,8 @@ def _add_16bit(report: AssetReport, target: Target, before: list, after: list) -
         report.after_16bit = summed([predict(t, v, profile=p16) for t, v in after], p16)
 
 
-def _optimize_gltf_file(src_path: Path, out_path: Path, options: AssetOptions) -> AssetReport:
-    res = optimize_gltf(src_path, out_path, options)
+def _optimize_gltf_file(src_path: Path, out_path: Path, options: AssetOptions, progress=None) -> AssetReport:
+    res = optimize_gltf(src_path, out_path, options, progress)
     prof = options.target.first
     report = AssetReport(
         source=str(src_path), output=str(out_path), method=options.method.name, profile=prof.name,
@@ -293,8 +297,8 @@ def asset_options(*, method: str | Method = DEFAULT_METHOD, profile=DEFAULT_PROF
     return AssetOptions(get_method(method), get_target(profile), dict(method_params or {}), **choices)
 
 
-def optimize_file(source: str | Path, output: str | Path, options: AssetOptions | None = None,
-                  **choices) -> AssetReport:
+def optimize_file(source: str | Path, output: str | Path, options: AssetOptions | None = None, *,
+                  progress=None, **choices) -> AssetReport:
     """Optimize every index buffer of ``source`` and write ``output`` (format from its suffix).
 
     Parameters
@@ -306,6 +310,9 @@ def optimize_file(source: str | Path, output: str | Path, options: AssetOptions 
     **choices
         Without ``options``: :func:`asset_options`' keywords, e.g. ``profile="nvidia_gl"``
         (default ``"portable"``), ``method="batch"``, ``weld=False``.
+    progress : callable, optional
+        Called as ``progress(done, total)``: the vertex buffers optimized so far and their
+        number, before the first and after each (a command line's progress bar).
 
     Returns
     -------
@@ -338,5 +345,5 @@ def optimize_file(source: str | Path, output: str | Path, options: AssetOptions 
     if src_path.suffix.lower() in GLTF_SUFFIXES and out_path.suffix.lower() in GLTF_SUFFIXES:
         if not src_path.is_file():
             raise MeshoptBatchError(f"{src_path}: no such file" if not src_path.exists() else f"{src_path}: not a file")
-        return _optimize_gltf_file(src_path, out_path, options)
-    return _optimize_mesh_file(src_path, out_path, options)
+        return _optimize_gltf_file(src_path, out_path, options, progress)
+    return _optimize_mesh_file(src_path, out_path, options, progress)

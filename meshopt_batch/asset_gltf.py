@@ -228,9 +228,10 @@ def _files_size(doc: dict, main: Path, main_size: int, written: dict[Path, int])
     return total
 
 
-def optimize_gltf(source: Path, output: Path, options) -> GltfResult:
+def optimize_gltf(source: Path, output: Path, options, progress=None) -> GltfResult:
     """Optimize every triangle primitive of a ``.gltf``/``.glb`` and write ``output``
-    (``.gltf`` or ``.glb``).  ``options`` is an :class:`meshopt_batch.asset.AssetOptions`."""
+    (``.gltf`` or ``.glb``).  ``options`` is an :class:`meshopt_batch.asset.AssetOptions`;
+    ``progress(done, total)`` is told of each vertex set (:func:`meshopt_batch.asset.optimize_file`)."""
     try:
         data = source.read_bytes()
     except OSError as exc:
@@ -243,7 +244,7 @@ def optimize_gltf(source: Path, output: Path, options) -> GltfResult:
         exact: set[int] = set()
         for _ in range(BUDGET_ROUNDS):
             editor, result = _optimize_document(got.doc, got.buffers, options, got=got, form=form, frozen=frozen,
-                                                costs=budget is not None)
+                                                costs=budget is not None, progress=progress)
             written = _package(editor, got, data, source, output, options, result, form, exact)
             worse = [i for i, rec in enumerate(result.draws) if _predicts_more(rec)]  # rotated by the codec
             if not worse and (budget is None or written.size <= budget):
@@ -272,7 +273,8 @@ def optimize_gltf(source: Path, output: Path, options) -> GltfResult:
 
 
 def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFile, form: delivery.OutputForm,
-                       frozen: set[int] | None = frozenset(), costs: bool = False) -> tuple[DocumentEditor, GltfResult]:
+                       frozen: set[int] | None = frozenset(), costs: bool = False,
+                       progress=None) -> tuple[DocumentEditor, GltfResult]:
     """Optimize every vertex set but the ``frozen`` ones (None: freeze all); with ``costs``,
     record each optimized set's bytes added to the compressed streams (``set_costs``)."""
     sets, notes = census(doc, _mesh_names(doc))
@@ -287,6 +289,8 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
     fixed = {b.accessor for v in sets for b in v.buffers if delivery.fixed_index_type(got, form, b.accessor)}
     stored = delivery.stored_form(got) if options.weld or costs else None
     t0 = time.perf_counter()
+    if progress is not None:
+        progress(0, len(sets))
     for k, vset in enumerate(sets):
         if frozen is None or k in frozen:
             vset.locked = vset.locked or FROZEN
@@ -340,6 +344,8 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
                 result.vertices_before.append(count)
                 result.vertices_after.append(outcome.vertices_after if out is not None else count)
                 result.draw_sets.append(k)
+        if progress is not None:
+            progress(k + 1, len(sets))
     perm = sorted(range(len(result.draws)), key=lambda i: (result.draws[i]["mesh"], result.draws[i]["primitive"]))
     for name in ("draws", "before", "after", "vertices_before", "vertices_after", "draw_sets"):
         setattr(result, name, [getattr(result, name)[i] for i in perm])
