@@ -7,11 +7,13 @@ STAMP := $(VENV)/.installed
 # Node tools for the glTF tests and benchmarks, pinned, installed into a project-local folder
 # (git-ignored) when npm is present; tests skip without them: the Khronos validator, gltfpack,
 # glTF-Transform (the independent reader of compressed outputs, and its CLI's meshopt and draco
-# commands) with meshoptimizer's and Draco's decoders. The stamp names the list, so a changed
-# list installs again.
+# commands) with meshoptimizer's and Draco's decoders, and three.js (its GLTFLoader's Draco
+# decoding path, run under node by tests/three_geometry.js). The stamp names the list, so a
+# changed list installs again.
 NPM_TOOLS := .npm-tools
 NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0 @gltf-transform/core@4.5.1 \
-	@gltf-transform/extensions@4.5.1 @gltf-transform/cli@4.5.1 meshoptimizer@1.3.0 draco3dgltf@1.5.7
+	@gltf-transform/extensions@4.5.1 @gltf-transform/cli@4.5.1 meshoptimizer@1.3.0 draco3dgltf@1.5.7 \
+	three@0.187.0
 NPM_STAMP := $(NPM_TOOLS)/.installed-$(shell echo '$(NPM_PACKAGES)' | cksum | cut -d' ' -f1)
 
 .PHONY: report report-quick test bench setup system-deps clean
