@@ -11,7 +11,10 @@ away (``meshopt-batch ... | head``) the run stops quietly with status 141, as ot
 
 Start-up: a command line that names its subcommand imports that subcommand's module only
 (``analyze`` never loads the plotting, probing, simulation or comparison stacks); the
-top-level help, or a line without a known subcommand, imports them all to list them.
+top-level help, or a line without a known subcommand, imports them all to list them.  A
+subcommand's module builds its parser without the core modules (numba, pandas, the glTF
+codecs are imported when the command runs), so ``--help`` of any of them is quick, and
+``--version`` imports no subcommand at all (its text: :mod:`meshopt_batch_app.version`).
 
 Exit: run as the program (``main()`` without ``argv``: the console script, ``python -m``),
 the process ends with :func:`os._exit` once the output is flushed and the ``atexit``
@@ -42,10 +45,14 @@ BROKEN_PIPE = 141
 
 
 def requested(argv: list[str] | None) -> tuple[str, ...]:
-    """The subcommand modules a command line needs: the one it names, else all of them."""
+    """The subcommand modules a command line needs: the one it names, none for ``--version``
+    before any, else all of them."""
     args = sys.argv[1:] if argv is None else argv
     first = next((a for a in args if not a.startswith("-")), None)
-    if first in SUBCOMMANDS and not any(a in ("-h", "--help") for a in args[: args.index(first)]):
+    before = args[: args.index(first)] if first is not None else args
+    if "--version" in before and not any(a in ("-h", "--help") for a in before):
+        return ()
+    if first in SUBCOMMANDS and not any(a in ("-h", "--help") for a in before):
         return (first,)
     return SUBCOMMANDS
 
@@ -53,6 +60,20 @@ def requested(argv: list[str] | None) -> tuple[str, ...]:
 def one_line(text: object) -> str:
     """``text`` with every run of whitespace (newlines included) made one space."""
     return " ".join(str(text).split())
+
+
+class _Version(argparse.Action):
+    """``--version``: print :func:`meshopt_batch_app.version.version_text` and leave (its text
+    is built only when asked for)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .version import version_text  # lazy: only --version builds the text
+
+        print(version_text())
+        parser.exit(0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,6 +89,7 @@ def build_parser(names: tuple[str, ...] = SUBCOMMANDS) -> argparse.ArgumentParse
         prog="meshopt-batch",
         description="Predict, measure and minimise GPU vertex-shader work for triangle meshes.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in names:

@@ -4,7 +4,12 @@ Convention: an option that names a thing is singular (``--profile``, ``--method`
 ``--technique``, ``--mesh``, ``--scene``); where a command takes several, the option is
 repeatable and each value may be a comma-separated list (``-p nvidia_gl -p amd`` or
 ``-p nvidia_gl,amd``).  Short forms mean one thing everywhere: ``-p`` profile, ``-m`` method,
-``-t`` technique, ``-o`` output, ``-n`` frames.
+``-t`` technique, ``-o`` output, ``-n`` frames.  Where a command takes several profiles it
+takes a target (``portable`` or a set, :func:`meshopt_batch.targets.get_target`).  A command
+that shows progress takes ``--no-progress``.
+
+This module is imported with every parser (``meshopt-batch --help``): it imports no core
+module.
 
 The spellings of version 0.1 (``--profiles``, ``--methods``, ``--techniques``,
 ``--optimizer``, ``--quick``) still work for one release; using one prints a one-line
@@ -16,10 +21,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["add_method", "add_profile", "add_technique", "deprecated_alias", "split_values"]
+__all__ = ["add_method", "add_no_progress", "add_profile", "add_technique", "deprecated_alias", "split_values"]
 
 PROFILE_HELP = ("nvidia_gl, nvidia_dx, amd, intel, llvmpipe, fifo:N, lru:N, a profile JSON file; "
                 "'+16bit' models NVIDIA's 2^16 boundary")
+TARGET_HELP = "portable (nvidia_gl, nvidia_dx, amd, intel, llvmpipe), or profiles: " + PROFILE_HELP
 
 
 def split_values(values) -> list[str] | None:
@@ -64,13 +70,21 @@ def add_profile(parser, *, multiple: bool, default_help: str, old_plural: bool =
     """``--profile/-p P``: one target profile, or (``multiple``) repeatable and comma-separated."""
     if multiple:
         parser.add_argument("--profile", "-p", action="append", dest="profile", metavar="P",
-                            help=f"profile (repeatable, or comma-separated): {PROFILE_HELP}; "
+                            help=f"target or profile (repeatable, or comma-separated): {TARGET_HELP}; "
                             f"default: {default_help}")
         if old_plural:
             deprecated_alias(parser, "--profiles", "profile", "--profile (repeatable)", metavar="P")
     else:
         parser.add_argument("--profile", "-p", default=None, metavar="P",
                             help=f"target profile: {PROFILE_HELP}; default: {default_help}")
+
+
+def add_no_progress(parser, *, quiet: bool = False) -> None:
+    """``--no-progress``: no progress on stderr (there is none anyway unless stdout and stderr
+    are terminals, :mod:`meshopt_batch_app.progress`); ``quiet`` also accepts ``-q/--quiet``."""
+    names = ("--no-progress", "--quiet", "-q") if quiet else ("--no-progress",)
+    parser.add_argument(*names, dest="no_progress", action="store_true",
+                        help="no progress on stderr (shown only when stdout and stderr are terminals)")
 
 
 def add_method(parser, *, multiple: bool, default_help: str, old_plural: bool = False) -> None:

@@ -119,3 +119,60 @@ def test_a_reader_that_leaves_stdout_ends_the_run_quietly(tmp_path):
     finally:
         os.close(write_end)
     assert proc.returncode == 141 and proc.stderr == ""
+
+
+# ----------------------------------------------------------------------------- targets (issue 48)
+QUAD_STRIP = ("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nv 0 2 0\nv 1 2 0\nv 0 3 0\nv 1 3 0\n"
+              "f 1 2 3\nf 3 2 4\nf 3 4 5\nf 5 4 6\nf 5 6 7\nf 7 6 8\n")
+
+
+def test_analyze_takes_the_portable_target(tmp_path, capsys):
+    """``-p portable`` (what optimize targets by default) reports each of its five profiles,
+    each as predict gives it; a set mixes a target and a profile."""
+    from meshopt_batch.targets import PORTABLE
+
+    obj = write_obj(tmp_path / "strip.obj", QUAD_STRIP)
+    mesh = load_mesh(obj)
+    assert main(["analyze", obj, "-p", "portable", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert [r["profile"] for r in rows] == list(PORTABLE) == ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe"]
+    for r in rows:
+        pred = predict(mesh.triangles, mesh.vertex_count, profile=r["profile"])
+        assert (r["invocations"], r["batches"]) == (pred.invocations, pred.batches)
+    assert main(["analyze", obj, "-p", "portable,fifo:4", "--json"]) == 0
+    assert [r["profile"] for r in json.loads(capsys.readouterr().out)["results"]] == [*PORTABLE, "fifo:4"]
+
+
+def test_analyze_portable_over_2_16_vertices_adds_the_block_rule_forms(tmp_path, capsys):
+    """Over 2^16 vertices a target is judged with NVIDIA's block rule (as optimize judges it):
+    both look-back profiles' +16bit forms are reported beside the target's five."""
+    import meshes
+    from meshopt_batch.io import save_mesh
+
+    big = meshes.grid(300)                                   # 90,601 vertices
+    path = tmp_path / "g.ply"
+    save_mesh(big, path)
+    assert main(["analyze", str(path), "-p", "portable", "--json"]) == 0
+    rows = {r["profile"]: r["invocations"] for r in json.loads(capsys.readouterr().out)["results"]}
+    assert list(rows) == ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "nvidia_gl+16bit", "nvidia_dx+16bit"]
+    for name in ("nvidia_gl+16bit", "nvidia_dx+16bit"):
+        assert rows[name] == predict(big.triangles, big.vertex_count, profile=name).invocations
+
+
+def test_compare_and_probe_take_the_portable_target(tmp_path, capsys):
+    obj = write_obj(tmp_path / "strip.obj", QUAD_STRIP)
+    assert main(["compare", obj, "-p", "portable", "-m", "tipsify", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profiles"] == ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe"]
+    assert main(["probe", obj, "--counter", "gpu_probe.simulated:nvidia_gl", "-p", "portable", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["profile"] for p in out["predictions"]] == ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe"]
+    assert out["predictions"][0]["exact"]                   # the simulated NVIDIA counter and its profile
+
+
+def test_unknown_target_is_one_line(tmp_path):
+    obj = write_obj(tmp_path / "t.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    for command in ("analyze", "compare"):
+        code, out, err = run_cli(command, obj, "-p", "portable,nosuch")
+        assert code == 2 and out == "" and err.splitlines() == [
+            "meshopt-batch: error: unknown profile 'nosuch' (known: nvidia_gl, nvidia_dx, amd, intel, llvmpipe, "
+            "fifo:N, lru:N)"]

@@ -192,3 +192,17 @@ def test_effort_bounds_the_portable_window_search(tmp_path, capsys):
         assert chosen.endswith((" + windows", " + shifted windows")) == (effort != "0")
         mean[effort] = expected.stats["candidates"][chosen]["mean_ratio"]
     assert mean["20"] <= mean["0.5"] < mean["0"]
+
+
+def test_no_progress_is_accepted_for_one_file_as_for_a_folder(tmp_path, capsys):
+    """``--no-progress`` means the same for a file as for a folder (it was refused for a file);
+    the folder-only options are still refused for a file."""
+    src = tmp_path / "in.ply"
+    save_mesh(shuffled(meshes.torus(12, 6)), src)
+    quiet = run_json(capsys, "optimize", str(src), "-o", str(tmp_path / "a.ply"), "-p", "nvidia_gl", "--json",
+                     "--no-progress")
+    plain = run_json(capsys, "optimize", str(src), "-o", str(tmp_path / "b.ply"), "-p", "nvidia_gl", "--json")
+    assert quiet["after"] == plain["after"] and quiet["after"]["invocations"] < quiet["before"]["invocations"]
+    assert (tmp_path / "a.ply").read_bytes() == (tmp_path / "b.ply").read_bytes()
+    assert main(["optimize", str(src), "-o", str(tmp_path / "c.ply"), "--no-progress", "--workers", "2"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--workers: only for a folder MESH (a library); {src} is a file")

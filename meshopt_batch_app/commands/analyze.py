@@ -1,14 +1,13 @@
-"""``meshopt-batch analyze``: predicted vertex-shader work of a mesh for each GPU profile."""
+"""``meshopt-batch analyze``: predicted vertex-shader work of a mesh for each GPU profile.
+
+``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.targets.get_target`):
+``portable`` reports each of its profiles.  The core modules are imported when the command
+runs, not with its parser (``meshopt-batch --help`` lists every command without them).
+"""
 
 from __future__ import annotations
 
 import json
-
-from meshopt_batch.io import load_draws
-from meshopt_batch.mesh import concatenate
-from meshopt_batch.profiles import builtin_profile_names, get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.targets import BLOCK_16BIT
 
 from ..options import add_profile, split_values
 from .meshlets import add_analyze_option, analyze_rows, format_analyze
@@ -42,6 +41,8 @@ def _row(prof, invocations: int, batches: int, triangles: int, vertices: int) ->
 def primitive_rows(meshes, profiles) -> list[dict]:
     """One record per index buffer (draw): name, glTF mesh and primitive numbers, triangles,
     vertices, and a result row per profile."""
+    from meshopt_batch.reuse import predict  # lazy: the parser needs no core module
+
     out = []
     for i, mesh in enumerate(meshes):
         results = []
@@ -73,14 +74,39 @@ def analyze_meshes(meshes, profiles) -> list[dict]:
     return summed_rows(primitive_rows(meshes, profiles), profiles)
 
 
+def analyzed_profiles(target, vertex_counts: list[int]) -> list:
+    """The profiles ``analyze`` reports: those of ``target`` (a
+    :class:`~meshopt_batch.targets.Target`, from ``-p``), else (None) every built-in profile.
+
+    When an index buffer addresses more than 2^16 vertices, the default and a target of several
+    profiles also get the ``+16bit`` form of NVIDIA's look-back profiles (the 2^16 block rule,
+    measured on an H100): the default adds ``nvidia_gl+16bit``, a target every form
+    :meth:`~meshopt_batch.targets.Target.evaluation_profiles` judges such a buffer on.  A
+    single named profile is reported as named.
+    """
+    from meshopt_batch.profiles import builtin_profile_names, get_profile  # lazy: the parser needs no core module
+    from meshopt_batch.targets import BLOCK_16BIT, block_rule_form  # lazy: the parser needs no core module
+
+    if target is not None and target.single:
+        return list(target.profiles)
+    profiles = list(target.profiles) if target is not None else [get_profile(s) for s in builtin_profile_names()]
+    largest = max(vertex_counts, default=0)
+    if largest > BLOCK_16BIT:
+        names = {p.name for p in profiles}
+        extra = [r for r in (block_rule_form(p, largest) for p in profiles) if r.name not in names]
+        profiles += extra if target is not None else [r for r in extra if r.name == "nvidia_gl+16bit"]
+    return profiles
+
+
 def run(args) -> int:
-    profiles = [get_profile(spec) for spec in split_values(args.profile) or ()]
+    from meshopt_batch.io import load_draws  # lazy: the parser needs no core module
+    from meshopt_batch.mesh import concatenate  # lazy: the parser needs no core module
+    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+
+    named = split_values(args.profile)
+    target = get_target(named) if named else None       # a bad name fails before the file is read
     meshes, notes = load_draws(args.mesh)
-    if not profiles:
-        specs = builtin_profile_names()
-        if any(m.vertex_count > BLOCK_16BIT for m in meshes):
-            specs = [*specs, "nvidia_gl+16bit"]       # NVIDIA's 2^16 block rule (measured on an H100)
-        profiles = [get_profile(spec) for spec in specs]
+    profiles = analyzed_profiles(target, [m.vertex_count for m in meshes])
     primitives = primitive_rows(meshes, profiles)
     results = summed_rows(primitives, profiles)
     out = {"mesh": args.mesh, "triangles": sum(m.triangle_count for m in meshes),

@@ -1,18 +1,23 @@
-"""``meshopt-batch compare``: paper 001 Table 1/2-style comparison of triangle-order optimizers."""
+"""``meshopt-batch compare``: paper 001 Table 1/2-style comparison of triangle-order optimizers.
+
+``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.targets.get_target`;
+``portable`` stands for its five profiles).  On a terminal a count of the optimizer runs
+and the one under way are shown on stderr (:mod:`meshopt_batch_app.progress`).
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from meshopt_batch.compare import DEFAULT_PROFILES, compare
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.shipped import compare_shipped
-from meshopt_batch.targets import get_target
 
-from ..options import add_method, add_profile, split_values
+from ..options import add_method, add_no_progress, add_profile, split_values
+from ..progress import Progress, wanted
 from .meshlets import add_compare_option, run_compare
+
+#: The profiles compared when ``-p`` is not given, as the help text names them
+#: (:data:`meshopt_batch.compare.DEFAULT_PROFILES`; a test keeps the two equal).
+DEFAULT_PROFILE_NAMES = ("nvidia_gl", "amd", "intel")
 
 
 def add_parser(subparsers):
@@ -28,7 +33,7 @@ def add_parser(subparsers):
     )
     p.add_argument("meshes", nargs="+", metavar="MESH", help="OBJ, PLY, OFF, STL, glTF or GLB files")
     add_method(p, multiple=True, default_help="every available method", old_plural=True)
-    add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILES) + ", and nvidia_gl+16bit when an index "
+    add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILE_NAMES) + ", and nvidia_gl+16bit when an index "
                 "buffer addresses more than 2^16 vertices", old_plural=True)
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per mesh, profile "
                    "and method) as CSV")
@@ -38,25 +43,17 @@ def add_parser(subparsers):
                    "each judged on every profile as a ratio to meshoptimizer's order, with a worst column and "
                    "index-codec bits per triangle")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    add_no_progress(p, quiet=True)
     add_compare_option(p)
     p.set_defaults(func=run)
 
 
-def _checked_outputs(args):
-    """Refuse a ``--csv`` in a folder that does not exist (before any work); the progress
-    callback for a terminal (None otherwise)."""
+def _check_csv(args) -> None:
+    """Refuse a ``--csv`` in a folder that does not exist (before any work)."""
     if args.csv:
         parent = Path(args.csv).resolve().parent
         if not parent.is_dir():
             raise MeshoptBatchError(f"{args.csv}: folder {parent} does not exist")
-    if args.quiet or args.json or not sys.stderr.isatty():
-        return None
-
-    def progress(msg):
-        print(f"  {msg}", file=sys.stderr, flush=True)
-
-    return progress
 
 
 def run(args) -> int:
@@ -64,12 +61,16 @@ def run(args) -> int:
         return run_compare(args)
     if args.shipped:
         return run_shipped(args)
+    from meshopt_batch.compare import compare  # lazy: the parser needs no core module
+    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+
     profiles = split_values(args.profile)
-    for spec in profiles or []:
-        get_profile(spec)
+    if profiles:
+        get_target(profiles)                  # a bad name fails before any work (compare takes the names)
     methods = split_values(args.method)
-    progress = _checked_outputs(args)
-    result = compare(args.meshes, methods, profiles, progress=progress)
+    _check_csv(args)
+    with Progress("compare", unit=" runs", enabled=wanted(args)) as bar:
+        result = compare(args.meshes, methods, profiles, progress=bar.step)
     if args.csv:
         result.to_csv(args.csv)
     if args.json:
@@ -83,14 +84,18 @@ def run(args) -> int:
 
 def run_shipped(args) -> int:
     """``compare --shipped``: every written order judged on every profile of the target."""
+    from meshopt_batch.shipped import compare_shipped  # lazy: the parser needs no core module
+    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+
     target = get_target(split_values(args.profile) or "portable")
     methods = split_values(args.method)
     orders = None
     if methods:
         orders = ["input", "meshoptimizer"] + [m if "@" in m or m != "batch" else f"batch@{target.name}"
                                                for m in methods]
-    progress = _checked_outputs(args)
-    result = compare_shipped(args.meshes, target=target, orders=orders, progress=progress)
+    _check_csv(args)
+    with Progress("compare --shipped", unit=" runs", enabled=wanted(args)) as bar:
+        result = compare_shipped(args.meshes, target=target, orders=orders, progress=bar.step)
     if args.csv:
         result.to_csv(args.csv)
     print(result.to_json() if args.json else result.to_text())

@@ -18,23 +18,13 @@ import json
 import zipfile
 from pathlib import Path
 
-import numpy as np
-
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_path
-from meshopt_batch.io import load_meshes
-from meshopt_batch.meshlets import METHODS, analyze_meshlets, build_meshlets, combine_analyses, meshlet_bounds
-from meshopt_batch.meshlets.compare import (
-    COMPARE_BUILDERS,
-    COMPARE_LIMITS,
-    builder_label,
-    compare_meshlets,
-    meshlet_figures,
-)
-from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON
-from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
 
 from ..options import split_values
+
+#: The builders' names as the help text gives them (:data:`meshopt_batch.meshlets.METHODS`;
+#: the parser is built without the core modules, a test keeps the two equal).
+METHOD_NAMES = ("batch", "greedy", "meshoptimizer")
 
 __all__ = ["add_parser", "run", "add_analyze_option", "analyze_rows", "format_rows", "add_compare_option",
            "run_compare"]
@@ -59,7 +49,7 @@ def add_parser(subparsers):
     p.add_argument("-o", "--output", required=True, metavar="OUT.npz", help="output file (.npz)")
     _add_limits(p)
     p.add_argument("--method", "-m", default="batch", metavar="M",
-                   help=f"builder: {', '.join(METHODS)} (meshoptimizer needs the optional almeshopt "
+                   help=f"builder: {', '.join(METHOD_NAMES)} (meshoptimizer needs the optional almeshopt "
                    "package); default: batch")
     p.add_argument("--cone-weight", type=float, default=0.0, metavar="W",
                    help="0..1: weight of normal-cone tightness (batch, meshoptimizer); default 0")
@@ -80,6 +70,8 @@ def _primitive_info(mesh, index: int) -> dict:
 
 
 def _npz_arrays(results, bounds, prims, args) -> dict:
+    import numpy as np  # lazy: the parser needs no core module
+
     meshlets, mverts, mtris, owner = [], [], [], []
     v_base = t_base = 0
     for i, res in enumerate(results):
@@ -112,6 +104,10 @@ def _npz_arrays(results, bounds, prims, args) -> dict:
 def write_npz(path, arrays: dict) -> None:
     """An uncompressed ``.npz`` (what :func:`numpy.savez` writes) with fixed member timestamps,
     so the same meshlets give the same bytes; written atomically."""
+    import numpy as np  # lazy: the parser needs no core module
+
+    from meshopt_batch.files import atomic_path  # lazy: the parser needs no core module
+
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
         for name, value in arrays.items():
             buf = io.BytesIO()
@@ -120,6 +116,15 @@ def write_npz(path, arrays: dict) -> None:
 
 
 def run(args) -> int:
+    from meshopt_batch.io import load_meshes  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets import (  # lazy: the parser needs no core module
+        METHODS,
+        analyze_meshlets,
+        build_meshlets,
+        combine_analyses,
+        meshlet_bounds,
+    )
+
     if args.method not in METHODS:
         raise MeshoptBatchError(f"unknown meshlet method {args.method!r} (known: {', '.join(METHODS)})")
     if not str(args.output).endswith(".npz"):
@@ -174,11 +179,14 @@ def add_analyze_option(p) -> None:
 
 def analyze_rows(meshes, limits: str) -> dict:
     """``{"limits", "rows", "skipped"}`` for ``analyze --meshlets`` (a file's primitives combined)."""
+    from meshopt_batch.meshlets import METHODS, meshoptimizer_peer  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets.compare import meshlet_figures  # lazy: the parser needs no core module
+
     max_v, max_t = _parse_limits(limits)
     rows, skipped = [], {}
     for method in METHODS:
-        if method == "meshoptimizer" and not peer_available():
-            skipped[method] = MISSING_REASON
+        if method == "meshoptimizer" and not meshoptimizer_peer.available():
+            skipped[method] = meshoptimizer_peer.MISSING_REASON
             continue
         figures, seconds, _ = meshlet_figures(meshes, method=method, max_vertices=max_v, max_triangles=max_t)
         rows.append({"builder": method, **figures.to_dict(), "seconds": seconds,
@@ -214,6 +222,15 @@ def add_compare_option(p) -> None:
 
 def run_compare(args) -> int:
     """``compare --meshlets``: one table per mesh and limits; ``--json`` prints the rows."""
+    from meshopt_batch.io import load_meshes  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets import METHODS  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets.compare import (  # lazy: the parser needs no core module
+        COMPARE_BUILDERS,
+        COMPARE_LIMITS,
+        builder_label,
+        compare_meshlets,
+    )
+
     names = split_values(args.method)
     builders = COMPARE_BUILDERS
     if names:

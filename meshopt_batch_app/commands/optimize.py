@@ -18,6 +18,9 @@ compression: meshopt-compressed views stay compressed, Draco is written with
 ``EXT_meshopt_compression`` (``--compress`` / ``--no-compress``,
 :mod:`meshopt_batch.asset_delivery`).  Points and lines pass through; a file without
 triangles is copied through.  Each file is written atomically.
+
+On a terminal the vertex buffers done and the time so far are shown on stderr while a file is
+optimized (:mod:`meshopt_batch_app.progress`; ``--no-progress``, as for a folder).
 """
 
 from __future__ import annotations
@@ -27,20 +30,18 @@ import os
 import sys
 from pathlib import Path
 
-from meshopt_batch.asset import AssetOptions, optimize_file
 from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.limits import check_memory
-from meshopt_batch.optimizers import DEFAULT_METHOD, get_method
-from meshopt_batch.optimizers.overdraw import check_threshold, overdraw_variant
-from meshopt_batch.targets import get_target
-from meshopt_batch.weld import check_tolerance
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..library.memory import estimate_memory, estimate_triangles
-from ..options import add_method, add_profile, split_values
+from ..options import add_method, add_no_progress, add_profile, split_values
+from ..progress import Progress, wanted
 
 #: The most ``--effort`` takes (millions of triangles simulated: hours on a large asset).
 MAX_EFFORT = 100_000
+#: The default method as the help text names it (:data:`meshopt_batch.optimizers.DEFAULT_METHOD`;
+#: the parser is built without the core modules, a test keeps the two equal).
+DEFAULT_METHOD_NAME = "batch"
 
 
 def add_parser(subparsers):
@@ -54,7 +55,7 @@ def add_parser(subparsers):
     )
     p.add_argument("mesh", help="OBJ, PLY, OFF, STL, glTF or GLB file, or a folder of them (a library)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file: .obj, .ply, .glb or .gltf")
-    add_method(p, multiple=False, default_help=DEFAULT_METHOD)
+    add_method(p, multiple=False, default_help=DEFAULT_METHOD_NAME)
     add_profile(p, multiple=True, default_help="portable (nvidia_gl, nvidia_dx, amd, intel, llvmpipe at once; "
                 "nvidia_gl for --overdraw, which optimizes for one profile); several profiles make one target: "
                 "the order is never worse on any of them")
@@ -97,11 +98,22 @@ def add_parser(subparsers):
                    help="also weld vertices whose float attributes other than POSITION and JOINTS differ by "
                    "at most EPS per component (default: only vertices equal by value)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_no_progress(p)
     add_library_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from meshopt_batch.asset import AssetOptions, optimize_file  # lazy: the parser needs no core module
+    from meshopt_batch.limits import check_memory  # lazy: the parser needs no core module
+    from meshopt_batch.optimizers import DEFAULT_METHOD, get_method  # lazy: the parser needs no core module
+    from meshopt_batch.optimizers.overdraw import (  # lazy: the parser needs no core module
+        check_threshold,
+        overdraw_variant,
+    )
+    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+    from meshopt_batch.weld import check_tolerance  # lazy: the parser needs no core module
+
     method = get_method(args.method or DEFAULT_METHOD)
     named = split_values(args.profile)
     out_path = Path(args.output)
@@ -147,7 +159,8 @@ def run(args) -> int:
         size = src_path.stat().st_size      # a header's count is believed only as far as the bytes go
         check_memory(estimate_memory(size, min(estimate_triangles(src_path), size // 2)), f"optimizing {src_path}")
     replaces_input = out_path.exists() and src_path.exists() and os.path.samefile(out_path, src_path)
-    report = optimize_file(src_path, out_path, asset_options)
+    with Progress(f"optimize {src_path.name}", unit=" vertex buffers", enabled=wanted(args)) as bar:
+        report = optimize_file(src_path, out_path, asset_options, progress=bar.done_of)
     if replaces_input:
         print(f"meshopt-batch: note: -o {out_path} is the input file: it was replaced atomically",
               file=sys.stderr)

@@ -15,12 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.files import atomic_write
-from meshopt_batch.profiles import builtin_profile_names, get_profile
-from meshopt_batch.reuse import predict
 
 from ..options import add_profile, split_values
 
@@ -66,6 +62,8 @@ def add_parser(subparsers):
 
 
 def _index_dtype(choice, draw):
+    import numpy as np  # lazy: the parser needs no core module
+
     if choice == "uint16":
         if draw.vertex_count > 65536:
             raise MeshoptBatchError(f"{draw.name}: {draw.vertex_count} vertices do not fit "
@@ -79,8 +77,12 @@ def _index_dtype(choice, draw):
 def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> dict:
     """Measure every draw of ``path`` with ``counter`` (default OpenGL) and predict it with
     ``profiles``."""
-    from gpu_probe.corpus import load_draws  # lazy: the probe loads only for this command
+    import numpy as np  # lazy: the probe loads only for this command
+
+    from gpu_probe.corpus import load_draws  # lazy: as above
     from gpu_probe.counters import capture_waves_through, gl_counter  # lazy: as above
+    from meshopt_batch.profiles import get_profile  # lazy: as above
+    from meshopt_batch.reuse import predict  # lazy: as above
 
     counter = gl_counter() if counter is None else counter
 
@@ -147,6 +149,8 @@ def run(args) -> int:
     from gpu_probe.experiments import run_experiments  # lazy: as above
     from gpu_probe.fit import fit  # lazy: as above
     from gpu_probe.waves import subgroup_support  # lazy: as above
+    from meshopt_batch.profiles import builtin_profile_names  # lazy: as above
+    from meshopt_batch.targets import get_target  # lazy: as above
 
     t0 = time.perf_counter()
     if args.save_profile:
@@ -161,9 +165,7 @@ def run(args) -> int:
         raise MeshoptBatchError("--counter replaces the GPU: drop --api/--adapter")
     if args.adapter and args.api != "wgpu":
         raise MeshoptBatchError("--adapter picks a WebGPU adapter: add --api wgpu")
-    profiles = split_values(args.profile) or [*builtin_profile_names(), "nvidia_gl+16bit"]
-    for spec in profiles:
-        get_profile(spec)
+    profiles = list(get_target(split_values(args.profile) or [*builtin_profile_names(), "nvidia_gl+16bit"]).profiles)
     if args.mesh and not Path(args.mesh).exists():
         raise MeshoptBatchError(f"{args.mesh}: no such file")
     if args.counter:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.files import atomic_path
-from meshopt_batch.limits import check_frames, check_screen_side, check_tile
 
-from ..options import add_method, add_profile, add_technique, deprecated_alias, split_values
+from ..options import add_method, add_no_progress, add_profile, add_technique, deprecated_alias, split_values
+from ..progress import wanted
 
 #: The vertex-reuse profile of the geometry stage when none is given (Mali-like FIFO).
 DEFAULT_PROFILE = "fifo:16"
@@ -55,7 +55,7 @@ def add_parser(subparsers):
                    help="compare every exact technique's frames with the baseline's (image_diff_pixels)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--list", action="store_true", help="list the shipped scenes and the techniques")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_no_progress(p)
     p.set_defaults(func=run)
 
 
@@ -84,6 +84,7 @@ def run(args) -> int:
         return _list(args)
     if not args.scene:
         raise MeshoptBatchError("simulate: give a SCENE (a shipped scene name, a scene file) or --list")
+    from meshopt_batch.limits import check_frames, check_screen_side, check_tile  # lazy: not for the parser
     from pipeline_model.pipeline import simulate  # lazy: the pipeline model loads only here
 
     check_frames(1 if args.frames is None else args.frames, args.first_frame, "--frames", "--first-frame")
@@ -105,7 +106,7 @@ def run(args) -> int:
         first_frame=args.first_frame, method=args.method, profile=args.profile or DEFAULT_PROFILE,
         width=args.width, height=args.height, tile=args.tile, costs=args.costs, images_dir=args.images,
         frame_checks=checks, check_images=args.verify,
-        progress=False if args.no_progress else None,
+        progress=wanted(args),
     )
     if args.csv:
         with atomic_path(args.csv) as tmp:

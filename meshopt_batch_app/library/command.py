@@ -12,17 +12,19 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from meshopt_batch.asset import AssetOptions
 from meshopt_batch.errors import MeshoptBatchError
 
+from ..progress import wanted
 from .memory import parse_size
 
 if TYPE_CHECKING:
+    from meshopt_batch.asset import AssetOptions
+
     from .runner import LibraryResult
 
 __all__ = ["add_library_arguments", "optimize_directory", "reject_directory_options", "summary"]
 
-_LIBRARY_OPTIONS = ("workers", "scheduler", "max_memory", "no_progress")
+_LIBRARY_OPTIONS = ("workers", "scheduler", "max_memory")
 
 
 def add_library_arguments(parser) -> None:
@@ -36,7 +38,6 @@ def add_library_arguments(parser) -> None:
     group.add_argument("--max-memory", metavar="SIZE",
                        help="memory the files in flight may use together, e.g. 8G (default: 3/4 of the "
                        "available memory)")
-    group.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def reject_directory_options(args) -> None:
@@ -72,7 +73,7 @@ def optimize_directory(args, options: AssetOptions) -> int:
 
     settings = LibrarySettings(workers=args.workers, scheduler=args.scheduler,
                                max_memory=parse_size(args.max_memory) if args.max_memory else None,
-                               progress=False if args.no_progress or args.json else None)
+                               progress=wanted(args))
     result = optimize_library(args.mesh, args.output, options, settings)
     out = summary(result, args.mesh, args.output, args.scheduler)
     for entry in result.failed:
