@@ -18,6 +18,10 @@ submodule ``gpu_probe.fit`` is not shadowed by a function of the same name: use
 
 from importlib import import_module
 
+from meshopt_batch.kernel_cache import install as _install_kernel_cache
+
+_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.kernel_cache)
+
 _EXPORTS = {
     "get_context": "gpu_probe.context",
     "gl_info": "gpu_probe.context",

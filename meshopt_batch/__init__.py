@@ -14,7 +14,10 @@ Names are imported lazily so that ``import meshopt_batch`` stays fast.
 
 from importlib import import_module
 
+from meshopt_batch.kernel_cache import install as _install_kernel_cache
+
 __version__ = "0.1.0"
+_install_kernel_cache()  # every kernel defined from here on loads compiled from the package; loads no numba
 
 _EXPORTS = {
     "predict": "meshopt_batch.reuse",

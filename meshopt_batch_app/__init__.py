@@ -5,3 +5,7 @@ scene) once, at the boundary, and calls the libraries below it: the core
 :mod:`meshopt_batch`, the GPU probe :mod:`gpu_probe` and the pipeline model
 :mod:`pipeline_model`.  Nothing below imports it.
 """
+
+from meshopt_batch.kernel_cache import install as _install_kernel_cache
+
+_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.kernel_cache)
