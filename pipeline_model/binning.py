@@ -219,6 +219,7 @@ def _make_bin(parallel):
                 f[ti] += 1
         return offsets, out, binned.sum()
 
+    bin_chunks.__qualname__ = "bin_chunks_parallel" if parallel else "bin_chunks_serial"  # a cache entry each
     return numba.njit(cache=True, nogil=True, parallel=parallel)(bin_chunks)
 
 
