@@ -16,13 +16,15 @@ NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0 @gltf-transform/cor
 	three@0.187.0
 NPM_STAMP := $(NPM_TOOLS)/.installed-$(shell echo '$(NPM_PACKAGES)' | cksum | cut -d' ' -f1)
 
-.PHONY: report report-quick test bench setup system-deps clean
+.PHONY: report report-quick test bench setup system-deps clean wheel
 
 $(STAMP): pyproject.toml
 	bash scripts/install-system-deps.sh
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,compare]'
+	# the numba kernels the commands use, compiled into meshopt_batch/_kernels (minutes, once)
+	$(PY) -m meshopt_batch_app.warm_kernels
 	touch $(STAMP)
 
 $(NPM_STAMP):
@@ -50,6 +52,10 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+
+# A wheel with the numba kernels compiled in (build_support/kernel_build.py), into dist/.
+wheel: $(STAMP)
+	$(PY) -m pip wheel -q --no-deps -w dist .
 
 clean:
 	rm -rf $(VENV) report .pytest_cache
