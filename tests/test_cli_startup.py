@@ -32,7 +32,7 @@ def test_version_prints_the_package_version():
     proc = subprocess.run([sys.executable, "-m", "meshopt_batch_app", "--version"], capture_output=True, text=True,
                           timeout=120)
     installed = importlib.metadata.version("meshopt-batch")
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"meshopt-batch {installed}\n", "")
+    assert (proc.returncode, proc.stdout.splitlines()[0], proc.stderr) == (0, f"meshopt-batch {installed}", "")
     assert meshopt_batch.__version__ == installed
     from meshopt_batch_app.version import version_text
 
