@@ -73,15 +73,25 @@ def output_form(got: GltfFile, compress: bool | None) -> OutputForm:
     extension = next((s.layout.extension for s in got.streams.values()), DEFAULT_EXTENSION)
     if compress is False:
         note = "written without compression (--no-compress)" if compressed or got.draco_primitives else None
+        if got.draco_primitives:
+            note = f"{got.draco.describe()} and {note}"
         return OutputForm(False, "none", extension, compressed or bool(got.draco_primitives), note)
     if got.draco_primitives:
         return OutputForm(True, "all", extension, True,
-                          f"{got.draco_primitives} KHR_draco_mesh_compression primitive(s) decoded and written with "
+                          f"{got.draco.describe()} and written with "
                           f"{extension} (Draco's encoder would not keep the triangle order; --no-compress: plain)")
     if compress:
         return OutputForm(True, "all", extension, not compressed,
                           None if compressed else f"compressed with {extension} (--compress)")
     return OutputForm(True, "new" if compressed else "none", extension, False)
+
+
+def written_plain_note(got: GltfFile) -> str:
+    """The note when no buffer view comes out smaller compressed and the file goes out plain
+    (a Draco input's names its decoding)."""
+    if got.draco_primitives:
+        return f"{got.draco.describe()} and written plain (no buffer view comes out smaller compressed)"
+    return "--compress: no buffer view comes out smaller compressed; written plain"
 
 
 def editor_units(got: GltfFile, form: OutputForm) -> dict[int, int]:

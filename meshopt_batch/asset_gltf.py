@@ -447,8 +447,7 @@ def _package(editor: DocumentEditor, got: GltfFile, data: bytes, source: Path, o
         result.notes += notes
         out_doc = packed.doc
         if form.new == "all" and not packed.streams:
-            form = delivery.OutputForm(form.keep, form.new, form.extension, False,
-                                       "--compress: no buffer view comes out smaller compressed; written plain")
+            form = delivery.OutputForm(form.keep, form.new, form.extension, False, delivery.written_plain_note(got))
     result.files = [str(p) for p, _ in side]
     result.converted = form.changed
     if form.note:

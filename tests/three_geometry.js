@@ -4,12 +4,13 @@
 // URL; here that worker is a node worker thread running the same source, and the decoder files
 // are read from disk, so the decoding path (DracoDecoderModule, GetAttributeDataArrayForAllPoints
 // with the accessor's array type) is three's own.  Images are not loaded (no DOM); geometry only.
-// Usage: NODE_PATH=.npm-tools/node_modules node tests/three_geometry.js FILE
-// Prints one JSON object: {"primitives": [{"mesh", "primitive", "mode", "index", "attributes",
-// "drawn"}]}: "attributes" (by glTF semantic) as the loader decoded them, "drawn" those that
-// three changes before drawing (a SkinnedMesh rescales its skin weights to sum to 1), as drawn.
-// "index" is null or {"type", "data"}; every attribute is {"type", "itemSize", "normalized",
-// "data"}: "type" the typed array's name, "data" its little-endian bytes in base64.
+// Usage: NODE_PATH=.npm-tools/node_modules node tests/three_geometry.js FILE...
+// Prints one JSON line per file: {"file", "primitives": [{"mesh", "primitive", "mode", "index",
+// "attributes", "drawn"}]}: "attributes" (by glTF semantic) as the loader decoded them, "drawn"
+// those that three changes before drawing (a SkinnedMesh rescales its skin weights to sum to 1),
+// as drawn; "mode" 4 for a mesh (three draws strips and fans as triangle lists).  "index" is
+// null or {"type", "data"}; every attribute is {"type", "itemSize", "normalized", "data"}:
+// "type" the typed array's name, "data" its little-endian bytes in base64.
 // Exit 2 when the file cannot be read.
 const fs = require('fs');
 const path = require('path');
@@ -63,12 +64,8 @@ function attribute(a) {
   return { type: array.constructor.name, itemSize: a.itemSize, normalized: a.normalized, data: base64(array) };
 }
 
-(async () => {
-  const jsm = (p) => import(pathToFileURL(path.join(THREE_DIR, 'examples', 'jsm', p)).href);
-  const { GLTFLoader } = await jsm('loaders/GLTFLoader.js');
-  const { DRACOLoader } = await jsm('loaders/DRACOLoader.js');
-  const { MeshoptDecoder } = await jsm('libs/meshopt_decoder.module.js');
-  const file = process.argv[2];
+async function read(file, modules) {
+  const { GLTFLoader, DRACOLoader, MeshoptDecoder } = modules;
   const draco = new DRACOLoader();
   draco._loadLibrary = async (url, responseType) => {  // the decoder files from disk instead of fetch
     const data = fs.readFileSync(path.join(DRACO_DIR, path.basename(url)));
@@ -79,12 +76,13 @@ function attribute(a) {
   const decoded = new Map();
   const loader = new GLTFLoader().setDRACOLoader(draco).setMeshoptDecoder(MeshoptDecoder);
   loader.register((parser) => {
-    parser.loadTexture = async () => null;  // geometry only
+    parser.loadTexture = parser.loadTextureImage = async () => null;  // geometry only
     const loadBuffer = parser.loadBuffer.bind(parser);
-    parser.loadBuffer = async (index) => {  // a .gltf's external buffers from disk
+    parser.loadBuffer = async (index) => {  // a .gltf's buffers from disk or their data URI (no fetch)
       const uri = parser.json.buffers[index].uri;
-      if (uri === undefined || uri.startsWith('data:')) return loadBuffer(index);
-      const data = fs.readFileSync(path.join(path.dirname(file), decodeURIComponent(uri)));
+      if (uri === undefined) return loadBuffer(index);
+      const data = uri.startsWith('data:') ? Buffer.from(uri.slice(uri.indexOf(',') + 1), 'base64')
+        : fs.readFileSync(path.join(path.dirname(file), decodeURIComponent(uri)));
       return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength);
     };
     const loadGeometries = parser.loadGeometries.bind(parser);
@@ -98,8 +96,8 @@ function attribute(a) {
     return { name: 'node_files' };
   });
   const bytes = fs.readFileSync(file);
-  const input = file.endsWith('.glb') ? bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)
-    : bytes.toString('utf8');
+  const input = bytes.subarray(0, 4).toString('latin1') === 'glTF'
+    ? bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) : bytes.toString('utf8');
   const gltf = await loader.parseAsync(input, '');
   const out = [];
   const meshes = gltf.parser.json.meshes || [];
@@ -110,17 +108,28 @@ function attribute(a) {
       const g = part.geometry;
       const attributes = {};
       const drawn = {};
-      for (const [name, a] of Object.entries(decoded.get(g))) {
+      // a strip or fan three rebuilt as a triangle list is a geometry of its own, as drawn
+      const before = decoded.get(g) || Object.fromEntries(Object.entries(g.attributes).map(([k, a]) => [k, attribute(a)]));
+      for (const [name, a] of Object.entries(before)) {
         attributes[SEMANTICS[name] || name] = a;
         const now = attribute(g.attributes[name]);
         if (now.data !== a.data) drawn[SEMANTICS[name] || name] = now;
       }
-      out.push({ mesh: mi, primitive: pi, mode: meshes[mi].primitives[pi].mode ?? 4, attributes, drawn,
+      out.push({ mesh: mi, primitive: pi, mode: part.isMesh ? 4 : meshes[mi].primitives[pi].mode, attributes, drawn,
                  index: g.index ? { type: g.index.array.constructor.name, data: base64(g.index.array) } : null });
     });
   }
   draco.dispose();
-  process.stdout.write(JSON.stringify({ primitives: out }));
+  return out;
+}
+
+(async () => {
+  const jsm = (p) => import(pathToFileURL(path.join(THREE_DIR, 'examples', 'jsm', p)).href);
+  const modules = { ...(await jsm('loaders/GLTFLoader.js')), ...(await jsm('loaders/DRACOLoader.js')),
+                    ...(await jsm('libs/meshopt_decoder.module.js')) };
+  for (const file of process.argv.slice(2)) {
+    console.log(JSON.stringify({ file, primitives: await read(file, modules) }));
+  }
 })().catch((e) => {
   console.error(String(e && e.stack || e));
   process.exit(2);

@@ -41,7 +41,7 @@ import numpy as np
 from ..limits import LimitError, check_memory, format_bytes
 from .common import Refusal
 from .glb import GLB_MAGIC, decode_data_uri, parse_glb, read_external
-from .gltf_draco import decode_draco_primitives
+from .gltf_draco import DracoDecoding, decode_draco_primitives
 from .gltf_meshopt import DecodedView, decode_buffer_views
 from .gltf_schema import validate_document
 from .gltf_types import (
@@ -129,6 +129,8 @@ class GltfFile:
         The compressed buffer views as read (:class:`.gltf_meshopt.DecodedView` by number).
     draco_primitives : int
         Primitives decoded from ``KHR_draco_mesh_compression``.
+    draco : DracoDecoding
+        What that decoding did (values brought back into glTF's ranges).
     """
 
     doc: dict
@@ -136,6 +138,7 @@ class GltfFile:
     stored: list
     streams: dict[int, DecodedView] = field(default_factory=dict)
     draco_primitives: int = 0
+    draco: DracoDecoding = DracoDecoding()
 
 
 def load_document(data: bytes, path: Path) -> tuple[dict, list[bytes]]:
@@ -190,7 +193,7 @@ def read_document(data: bytes, path: Path) -> GltfFile:
         raise Refusal(f"buffer 0 has {len(stored[0])} bytes, {doc['buffers'][0].get('byteLength')} declared")
     buffers, streams = decode_buffer_views(doc, stored)
     doc, buffers, draco = decode_draco_primitives(doc, buffers)
-    return GltfFile(doc, buffers, stored, streams, draco)
+    return GltfFile(doc, buffers, stored, streams, draco.primitives, draco)
 
 
 def _check_buffer_files(doc: dict) -> None:

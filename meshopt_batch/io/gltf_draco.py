@@ -16,6 +16,15 @@ multiple of 4 bytes gets a padded ``byteStride`` (glTF aligns vertex elements to
 An accessor's ``min``/``max`` are set from the decoded values: an encoder writes the
 bounds of its input, which its quantization may move (glTF-Transform's do).
 
+Quantization also moves values out of the ranges glTF allows ([3]_): it rounds each
+component to a grid over the largest component range, so a colour component can come back
+above 1, and skin weights no longer sum to 1 (a small one may become 0 while its joint
+stays).  Decoded values are brought back as the specification asks: float colours clamped
+to [0, 1]; a vertex whose float weights are negative or sum further from 1 than float32
+rounding allows (2e-7 per non-zero weight, the Khronos validator's allowance [4]_) rescaled
+to sum to 1 (the largest weight takes the float32 remainder); a joint whose weight is 0
+set to 0.  :class:`DracoDecoding` counts each kind for the user's note.
+
 Draco's encoder does not keep a triangle order (its edgebreaker traversal sets its own),
 so this tool never writes Draco: an optimized order would be undone.  ``optimize`` writes
 Draco inputs with ``EXT_meshopt_compression`` instead (or plain with ``--no-compress``).
@@ -27,12 +36,18 @@ References
    attribute accessors of a compressed primitive need no ``bufferView``).
 .. [2] Google, Draco 1.5 (``draco::Decoder``, the library ``DracoPy`` wraps).
 .. [3] Khronos, glTF 2.0 specification, "Data Alignment" (vertex attribute elements on
-   4-byte boundaries) and "Buffers and Buffer Views" (``byteStride``, ``target``).
+   4-byte boundaries), "Buffers and Buffer Views" (``byteStride``, ``target``), "Meshes"
+   (``COLOR_n`` float values in [0, 1]) and "Skinned Mesh Attributes" (weights not
+   negative, a float vertex's weights summing to 1, unused joints 0).
+.. [4] Khronos glTF-Validator 2.0.0-dev.3.10, ``ACCESSOR_NON_CLAMPED``,
+   ``ACCESSOR_WEIGHTS_NON_NORMALIZED``, ``ACCESSOR_JOINTS_USED_ZERO_WEIGHT``.
 """
 
 from __future__ import annotations
 
 import copy
+import re
+from dataclasses import dataclass
 
 import DracoPy
 import numpy as np
@@ -41,10 +56,44 @@ from ..limits import LimitError, check_memory
 from .common import Refusal
 from .gltf_types import COMPONENT_DTYPES, COMPONENTS_OF_TYPE, DRACO_EXTENSION
 
-__all__ = ["decode_draco_primitives"]
+__all__ = ["DracoDecoding", "decode_draco_primitives"]
 
 ARRAY_BUFFER = 34962
 ELEMENT_ARRAY_BUFFER = 34963
+#: How far from 1 a vertex's float32 weights may sum, per non-zero weight (float32 rounding).
+WEIGHT_SUM_ROUNDING = 2e-7
+
+
+@dataclass(frozen=True)
+class DracoDecoding:
+    """What decoding a file's Draco primitives did.
+
+    Attributes
+    ----------
+    primitives : int
+        Primitives decoded.
+    colours_clamped : int
+        Float ``COLOR_n`` components moved into [0, 1].
+    weights_renormalized : int
+        Vertices whose float weights were rescaled to sum to 1.
+    joints_zeroed : int
+        Joint indices with weight 0 set to 0.
+    """
+
+    primitives: int = 0
+    colours_clamped: int = 0
+    weights_renormalized: int = 0
+    joints_zeroed: int = 0
+
+    def describe(self) -> str:
+        """``N KHR_draco_mesh_compression primitive(s) decoded`` and, in parentheses, the
+        values brought back into glTF's ranges."""
+        fixes = [f"{n:,} {what}" for n, what in (
+            (self.colours_clamped, "colour component(s) clamped to [0, 1]"),
+            (self.weights_renormalized, "vertices' skin weights renormalized to sum 1"),
+            (self.joints_zeroed, "joint(s) with weight 0 set to 0")) if n]
+        text = f"{self.primitives} {DRACO_EXTENSION} primitive(s) decoded"
+        return text + (f" (values outside glTF's ranges brought back: {', '.join(fixes)})" if fixes else "")
 
 
 def _draco_views(doc: dict) -> dict[int, list[tuple[int, int, dict]]]:
@@ -138,6 +187,78 @@ def _accessor_data(doc: dict, mesh, prim: dict, ext: dict, mi: int, pi: int) -> 
     return out
 
 
+def _clamp_colours(prim: dict, decoded: dict, done: set) -> int:
+    """Float ``COLOR_n`` values of the primitive clamped to [0, 1]; how many moved."""
+    moved = 0
+    for sem, ai in prim["attributes"].items():
+        if re.fullmatch(r"COLOR_\d+", sem) and ai in decoded and ai not in done and decoded[ai][0].dtype.kind == "f":
+            rows = decoded[ai][0]
+            fixed = np.clip(rows, np.float32(0), np.float32(1))
+            moved += int(np.count_nonzero(fixed != rows))
+            decoded[ai] = (fixed, True)
+            done.add(ai)
+    return moved
+
+
+def _validator_sums(weights: np.ndarray) -> np.ndarray:
+    """Each vertex's weights summed in float32, component by component over the sets, as
+    the Khronos validator sums them ([4]_); ``weights`` is ``(V, sets, 4)`` float32."""
+    total = np.zeros(weights.shape[0], np.float32)
+    for c in range(weights.shape[2]):
+        for s in range(weights.shape[1]):
+            total = total + weights[:, s, c]
+    return total
+
+
+def _renormalize(weights: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(V, sets, 4)`` float32 weights with every vertex that is negative or off its sum
+    rescaled to sum to 1 (see the module docstring); how many vertices were."""
+    v = weights.shape[0]
+    flat = weights.reshape(v, -1)
+    nonzero = np.count_nonzero(flat > 0, axis=1)
+    off = np.abs(_validator_sums(weights).astype(np.float64) - 1.0) > WEIGHT_SUM_ROUNDING * nonzero
+    off |= (flat < 0).any(axis=1)
+    positive = np.maximum(flat[off].astype(np.float64), 0.0)
+    sums = positive.sum(axis=1)
+    keep = sums > 0  # all zero: nothing to scale
+    off[np.flatnonzero(off)[~keep]] = False
+    scaled = (positive[keep] / sums[keep, None]).astype(np.float32)
+    rows = np.arange(scaled.shape[0])
+    big = np.argmax(scaled, axis=1)
+    rest = scaled.astype(np.float64).sum(axis=1) - scaled[rows, big]
+    scaled[rows, big] = (1.0 - rest).astype(np.float32)
+    out = flat.copy()
+    out[off] = scaled
+    return out.reshape(weights.shape), int(off.sum())
+
+
+def _skin_ranges(prim: dict, decoded: dict, done: set) -> tuple[int, int]:
+    """The primitive's float weights renormalized and its zero-weight joints set to 0, when
+    every ``WEIGHTS_n`` set was decoded here; (vertices renormalized, joints zeroed)."""
+    attrs = prim["attributes"]
+    sets = sorted(int(m.group(1)) for m in (re.fullmatch(r"WEIGHTS_(\d+)", s) for s in attrs) if m)
+    ids = [attrs[f"WEIGHTS_{n}"] for n in sets]
+    if not ids or any(a not in decoded or a in done or decoded[a][0].shape[1] != 4 for a in ids):
+        return 0, 0
+    renormalized = zeroed = 0
+    if all(decoded[a][0].dtype == np.float32 for a in ids):
+        fixed, renormalized = _renormalize(np.stack([decoded[a][0] for a in ids], axis=1))
+        for s, a in enumerate(ids):
+            decoded[a] = (np.ascontiguousarray(fixed[:, s, :]), True)
+    for n, a in zip(sets, ids, strict=True):
+        done.add(a)
+        ji = attrs.get(f"JOINTS_{n}")
+        if ji not in decoded or ji in done or decoded[ji][0].shape != decoded[a][0].shape:
+            continue
+        joints = decoded[ji][0].copy()
+        unused = (decoded[a][0] == 0) & (joints != 0)
+        joints[unused] = 0
+        zeroed += int(unused.sum())
+        decoded[ji] = (joints, True)
+        done.add(ji)
+    return renormalized, zeroed
+
+
 def _rows_bytes(rows: np.ndarray, vertex: bool) -> tuple[bytes, int | None]:
     """The bytes of an accessor's rows, padded to a 4-byte stride for vertex attributes."""
     rows = np.ascontiguousarray(rows.astype(rows.dtype.newbyteorder("<")))
@@ -151,16 +272,17 @@ def _rows_bytes(rows: np.ndarray, vertex: bool) -> tuple[bytes, int | None]:
     return padded.tobytes(), stride
 
 
-def decode_draco_primitives(doc: dict, buffers: list[bytes]) -> tuple[dict, list[bytes], int]:
+def decode_draco_primitives(doc: dict, buffers: list[bytes]) -> tuple[dict, list[bytes], DracoDecoding]:
     """The document with every Draco primitive decoded into plain accessors (a copy; the
-    input is not modified), its buffers, and how many primitives were decoded."""
+    input is not modified), its buffers, and what decoding did (:class:`DracoDecoding`)."""
     streams = _draco_views(doc)
     if not streams:
-        return doc, buffers, 0
+        return doc, buffers, DracoDecoding()
     doc = copy.deepcopy(doc)
     views = doc["bufferViews"]
     decoded: dict[int, tuple[np.ndarray, bool]] = {}
-    count = 0
+    count = clamped = renormalized = zeroed = 0
+    done: set[int] = set()  # accessors brought into range already (shared by primitives)
     for vi, users in streams.items():
         bv = views[vi]
         raw = buffers[int(bv["buffer"])]
@@ -170,7 +292,11 @@ def decode_draco_primitives(doc: dict, buffers: list[bytes]) -> tuple[dict, list
         mesh = _decode(raw[start:start + int(bv["byteLength"])], vi)
         for mi, pi, ext in users:
             prim = doc["meshes"][mi]["primitives"][pi]
-            decoded.update(_accessor_data(doc, mesh, prim, ext, mi, pi))
+            decoded.update({ai: v for ai, v in _accessor_data(doc, mesh, prim, ext, mi, pi).items()
+                            if ai not in done})
+            clamped += _clamp_colours(prim, decoded, done)
+            weights, joints = _skin_ranges(prim, decoded, done)
+            renormalized, zeroed = renormalized + weights, zeroed + joints
             del prim["extensions"][DRACO_EXTENSION]
             if not prim["extensions"]:
                 del prim["extensions"]
@@ -208,7 +334,7 @@ def decode_draco_primitives(doc: dict, buffers: list[bytes]) -> tuple[dict, list
             doc[key] = [e for e in doc[key] if e != DRACO_EXTENSION]
             if not doc[key]:
                 del doc[key]
-    return doc, out, count
+    return doc, out, DracoDecoding(count, clamped, renormalized, zeroed)
 
 
 def _layout(doc: dict, raw: bytes, bi: int, streams: dict, new: dict[int, bytes]) -> bytes:
