@@ -1,19 +1,21 @@
 """Compile every kernel the commands use, ahead of a user's first run.
 
 ``python -m meshopt_batch_app.warm_kernels`` runs the commands (analyze, optimize with every
-method and target, compare, meshlets, probe through the simulated counters, simulate with
-every technique, a library run) on small meshes it makes, so that each numba kernel is
-compiled for the argument types the commands give it and written to the package's kernel
-cache (:mod:`meshopt_batch.kernel_cache`).  Then it imports every module of the packages,
-lists the kernels no command reached (``uncovered``) and writes the cache's manifest: the
-runtime it was built for, the hash of every source file and the kernel count.
+method, target and kernel-selecting option, compare, meshlets, probe through every simulated
+counter, simulate of every shipped scene with every technique, a library run) on meshes it
+makes, then the public functions whose kernels no command reaches (:func:`call_entry_points`),
+so that each numba kernel is compiled for the argument types it is given and written to the
+package's kernel cache (:mod:`meshopt_batch.kernel_cache`).  Then it imports every module of
+the packages and writes the cache's manifest: the runtime it was built for, the hash of every
+source file, the kernels compiled, those with no compiled entry (``uncovered``), the commands
+that failed, and kernels with different options that share one cache entry.
 
-The build runs it with ``NUMBA_CPU_NAME=generic`` (the default here, ``--host`` to compile
-for this CPU only), so a wheel's kernels run on every CPU of its architecture.  A command
-that fails is reported and the others still run; ``--strict`` makes a failure or an
-uncovered kernel exit with status 1.  A newly added kernel is covered when a command reaches
-it; when none does it is listed as uncovered here, in the manifest and by
-``meshopt-batch --version``, and ``tests/test_install_fresh.py`` fails.
+The build runs it with ``NUMBA_CPU_NAME=generic`` (the default here; ``--host`` compiles for
+this CPU only), so a wheel's kernels run on every CPU of its architecture.  A command that
+fails is reported and the others still run; ``--strict`` makes a failure or an uncovered
+kernel exit with status 1.  A kernel added to the packages is covered as soon as a command (or
+an entry point here) reaches it; one that nothing reaches is listed as uncovered here, in the
+manifest and by ``meshopt-batch --version``, and ``tests/test_install_fresh.py`` fails.
 """
 
 from __future__ import annotations

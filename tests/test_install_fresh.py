@@ -248,6 +248,19 @@ def test_a_kernel_calling_meshoptimizers_c_library_loads_compiled(shared_tmp):
     assert runs == [{"out": out, "hits": 0, "misses": 1}, {"out": out, "hits": 1, "misses": 0}]
 
 
+def test_the_warm_up_of_this_tree_reached_every_kernel():
+    """``make setup`` runs the warm-up on the source tree (CI too): when its manifest is that of
+    the sources as they are, no command failed and every kernel of the packages was compiled --
+    a new kernel that no command reaches is listed here (add a command line or an entry point
+    to meshopt_batch_app/warm_kernels.py)."""
+    built = kernel_files.manifest()
+    current = {path.relative_to(ROOT).as_posix(): kernel_files.source_hash(path)
+               for package in kernel_files.PACKAGES for path in (ROOT / package).rglob("*.py")}
+    if built is None or kernel_files.mismatch(built) or built["sources"] != current:
+        pytest.skip("no warm-up of these sources here (make setup or python -m meshopt_batch_app.warm_kernels)")
+    assert (built["failures"], built["uncovered"]) == ([], [])
+
+
 _DEBUG_CACHE = {"NUMBA_DEBUG_CACHE": "1", "PYTHONUNBUFFERED": "1"}
 
 
