@@ -121,7 +121,7 @@ def _part_bounds(mesh, target, params: dict) -> pd.DataFrame:
     lowest of any order we make for it), ``input``, ``vertices`` (every vertex once) and
     ``meshoptimizer``."""
     from meshopt_batch.optimizers.batch.optimizer import optimize_batch
-    from meshopt_batch.optimizers.batch.portable import optimize_for_target
+    from meshopt_batch.optimizers.portable import optimize_for_target
     from meshopt_batch.reuse import predict
 
     tris, count = np.asarray(mesh.triangles, np.int64), mesh.vertex_count
@@ -168,7 +168,7 @@ def bounds(items: list, names, effort: float | None = None) -> pd.DataFrame:
 def _memory_child(mesh_name: str) -> float:
     """The optimizer's own peak in a fresh process: one call, the peak reset just before it."""
     from meshopt_batch.io import load_mesh
-    from meshopt_batch.optimizers.batch.portable import optimize_for_target
+    from meshopt_batch.optimizers.portable import optimize_for_target
 
     mesh = load_mesh(meshes.shared_mesh_path(mesh_name))
     tris = np.ascontiguousarray(mesh.triangles, np.uint32)
@@ -182,7 +182,7 @@ def _speed_child(mesh_name: str, rounds: int) -> dict:
     import meshoptimizer
 
     from meshopt_batch.io import load_mesh
-    from meshopt_batch.optimizers.batch.portable import optimize_for_target
+    from meshopt_batch.optimizers.portable import optimize_for_target
 
     mesh = load_mesh(meshes.shared_mesh_path(mesh_name))
     tris = np.ascontiguousarray(mesh.triangles, np.uint32)

@@ -38,6 +38,7 @@ References
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from .io.gltf_document import COMPONENT_DTYPES, GltfFile, read_accessor, read_do
 from .io.gltf_draws import IndexBuffer, VertexSet, census, strip_fan_to_list
 from .io.gltf_layout import DocumentEditor, accessor_span
 from .io.gltf_output import local_uri, package_gltf, resource_files, same_file, write_file_set
+from .parallel import in_parallel
 from .profiles import Profile
 from .reuse import Prediction, predict
 from .targets import Target
@@ -242,9 +244,10 @@ def optimize_gltf(source: Path, output: Path, options, progress=None) -> GltfRes
         budget = delivery.size_budget(got, form, _files_size(got.doc, source, len(data), {}))
         frozen: set[int] = set()
         exact: set[int] = set()
+        memo: dict = {}
         for _ in range(BUDGET_ROUNDS):
             editor, result = _optimize_document(got.doc, got.buffers, options, got=got, form=form, frozen=frozen,
-                                                costs=budget is not None, progress=progress)
+                                                costs=budget is not None, progress=progress, memo=memo)
             written = _package(editor, got, data, source, output, options, result, form, exact)
             worse = [i for i, rec in enumerate(result.draws) if _predicts_more(rec)]  # rotated by the codec
             if not worse and (budget is None or written.size <= budget):
@@ -273,10 +276,13 @@ def optimize_gltf(source: Path, output: Path, options, progress=None) -> GltfRes
 
 
 def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFile, form: delivery.OutputForm,
-                       frozen: set[int] | None = frozenset(), costs: bool = False,
-                       progress=None) -> tuple[DocumentEditor, GltfResult]:
+                       frozen: set[int] | None = frozenset(), costs: bool = False, progress=None,
+                       memo: dict | None = None) -> tuple[DocumentEditor, GltfResult]:
     """Optimize every vertex set but the ``frozen`` ones (None: freeze all); with ``costs``,
-    record each optimized set's bytes added to the compressed streams (``set_costs``)."""
+    record each optimized set's bytes added to the compressed streams (``set_costs``).  The sets
+    are ordered independently, on the machine's cores (:func:`meshopt_batch.parallel.in_parallel`),
+    then written one after another; ``memo`` keeps each set's outcome for a later call."""
+    memo = {} if memo is None else memo
     sets, notes = census(doc, _mesh_names(doc))
     result = GltfResult(notes=list(notes))
     if not sets:
@@ -296,17 +302,35 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
             vset.locked = vset.locked or FROZEN
             for b in vset.buffers:
                 b.locked = b.locked or FROZEN
+
+    def order(k: int) -> tuple:
+        """Set ``k``'s free index buffers, their triangles and its outcome (kept in ``memo``)."""
+        vset = sets[k]
         count = vset.vertex_count(doc)
         free = [b for b in vset.buffers if not b.locked]
         tris = [b.triangles(doc, buffers, count) for b in free]
-        vertex_ops = vset.locked is None
-        records = None
-        if vertex_ops and options.weld:
-            records = delivery.weld_keys(got, vset, count, tolerance=getattr(options, "weld_tolerance", 0.0),
-                                         stored=stored)
-        positions = (read_accessor(doc, buffers, int(vset.attributes["POSITION"]))[0]
-                     if options.method.uses_positions else None)
-        outcome = optimize_vertex_set(records, tris, count, set_options, vertex_ops=vertex_ops, positions=positions)
+        key = (k, vset.locked)
+        if key not in memo:
+            vertex_ops = vset.locked is None
+            records = None
+            if vertex_ops and options.weld:
+                records = delivery.weld_keys(got, vset, count, tolerance=getattr(options, "weld_tolerance", 0.0),
+                                             stored=stored)
+            positions = (read_accessor(doc, buffers, int(vset.attributes["POSITION"]))[0]
+                         if options.method.uses_positions else None)
+            memo[key] = optimize_vertex_set(records, tris, count, set_options, vertex_ops=vertex_ops,
+                                            positions=positions)
+        if progress is not None:
+            with lock:
+                done.append(k)
+                progress(len(done), len(sets))
+        return free, tris, memo[key]
+
+    lock, done = threading.Lock(), []
+    ordered = in_parallel(order, range(len(sets)))
+    for k, vset in enumerate(sets):
+        count = vset.vertex_count(doc)
+        free, tris, outcome = ordered[k]
         if outcome.source is not None:
             for a in vset.accessors:
                 editor.gather(a, outcome.source)
@@ -344,8 +368,6 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
                 result.vertices_before.append(count)
                 result.vertices_after.append(outcome.vertices_after if out is not None else count)
                 result.draw_sets.append(k)
-        if progress is not None:
-            progress(k + 1, len(sets))
     perm = sorted(range(len(result.draws)), key=lambda i: (result.draws[i]["mesh"], result.draws[i]["primitive"]))
     for name in ("draws", "before", "after", "vertices_before", "vertices_after", "draw_sets"):
         setattr(result, name, [getattr(result, name)[i] for i in perm])

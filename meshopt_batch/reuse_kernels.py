@@ -87,7 +87,7 @@ def _record_misses(tris, t, missed, shaded, marks):
                 shaded[tris[t, i]] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts, shaded, marks):
     """Look-back retention (NVIDIA OpenGL): ``last[v]`` is ``v``'s last index position."""
     n = tris.shape[0]
@@ -130,7 +130,7 @@ def predict_lookback(tris, max_size, max_uniques, bound16, window, last, starts,
     return invocations, batches
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dx_reach():
     """``reach[3 i + r]``: the longest distance over which index ``i`` of a triangle reuses an
     earlier position with residue ``r`` under :func:`dx_reuse`.
@@ -152,7 +152,7 @@ def dx_reach():
     return reach
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, shaded, marks):
     """NVIDIA Direct3D rule: ``last4[4 v]`` is ``v``'s last position, ``last4[4 v + 1 + r]`` its
     last position with residue ``r``.  A last position within the shortest reach of
@@ -211,7 +211,7 @@ def predict_lookback_dx(tris, max_size, max_uniques, bound16, last4, starts, sha
     return invocations, batches
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_fifo(tris, max_size, max_uniques, bound16, capacity, stamp, starts, shaded, marks):
     """FIFO of ``capacity`` entries pushed on misses: ``stamp[v]`` is ``v``'s miss number, and
     ``v`` is cached iff it is among the last ``capacity`` misses of the current batch."""
@@ -270,7 +270,7 @@ def _lru_make_newest(s, head, tail, older, newer):
     return s, tail
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_vertex, older,
                 newer, starts, shaded, marks):
     """LRU of ``capacity`` vertices: the batch's slots ``0..used-1`` form a recency list
@@ -332,7 +332,7 @@ def predict_lru(tris, max_size, max_uniques, bound16, capacity, slot_of, slot_ve
     return invocations, batches
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slot_epoch, seen,
                    starts, shaded, marks):
     """Direct-mapped table of ``slots`` entries keyed by ``vertex % slots``; a slot is valid
@@ -377,7 +377,7 @@ def predict_direct(tris, max_size, max_uniques, bound16, slots, slot_vertex, slo
     return invocations, batches
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_groups(tris, vertex_count, group, group_seen, seen, shaded):
     """Aligned groups: index ``v`` shades vertices ``group * (v // group)`` up to the next
     multiple of ``group`` (clipped to the vertex buffer), each group once per draw."""
@@ -399,7 +399,7 @@ def predict_groups(tris, vertex_count, group, group_seen, seen, shaded):
     return invocations, 1 if tris.shape[0] > 0 else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def predict_range(tris, seen, shaded):
     """Whole index range: the draw shades every vertex from its smallest to its largest index."""
     n = tris.shape[0]
@@ -445,7 +445,7 @@ def kernel_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
     raise ValueError(f"no reusable memory for memory kind {kind!r}")
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _clear_entries(per_vertex, tris, width, value):
     for t in range(tris.shape[0]):
         for i in range(3):
@@ -496,7 +496,7 @@ def short_run_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
     return (memory[0], none, none, none, np.zeros(0, np.uint8))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_short(kernel, memory, tris, starts, marks):
     """Run one kernel (:func:`short_run_kernel`) over ``tris`` in ``memory``
     (:func:`short_run_memory`) and leave its per-vertex state and table as it found them (an

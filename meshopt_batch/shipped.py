@@ -188,7 +188,7 @@ def compare_shipped(meshes, *, target: str | Target = "portable", orders: Sequen
         Called with a short message before each order is written.
     target_params : dict, keyword-only
         Options of the orders written for a target of several profiles (``batch@portable``),
-        e.g. ``{"window_work": 40_000_000}`` (:func:`~meshopt_batch.optimizers.batch.portable.
+        e.g. ``{"window_work": 40_000_000}`` (:func:`~meshopt_batch.optimizers.portable.
         optimize_for_target`).
     """
     target = get_target(target)

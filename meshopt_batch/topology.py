@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _running_ends(tris, offsets):
     """Count each vertex's distinct-corner faces into ``offsets[v]`` (zeros, ``V + 1``
     entries) and turn the counts into running ends; ``offsets[V]`` is the total."""
@@ -30,7 +30,7 @@ def _running_ends(tris, offsets):
         offsets[vertex_count] = offsets[vertex_count - 1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _vertex_faces(tris, offsets):
     """Fill ``offsets`` (zeros, ``V + 1`` entries) and return ``faces``, both of offsets' type.
 
@@ -53,7 +53,7 @@ def _vertex_faces(tris, offsets):
     return faces
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _vertex_corners(tris, offsets):
     """As :func:`_vertex_faces`, entries ``4 * face + corner``, plus ``place[face, corner]``."""
     _running_ends(tris, offsets)
@@ -142,7 +142,7 @@ def valence(triangles: np.ndarray, vertex_count: int | None = None) -> np.ndarra
     return np.diff(offsets)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _face_adjacency(tris, offsets, faces):
     t_count = tris.shape[0]
     counts = np.zeros(t_count + 1, np.int64)

@@ -35,7 +35,7 @@ from numba import njit
 __all__ = ["first_use_gap", "first_use_labels", "first_use_order", "first_uses", "number_by_first_use"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _label_by_first_use(flat, label):
     n = 0
     for k in range(flat.shape[0]):

@@ -175,7 +175,7 @@ def weld_records(arrays: Sequence[np.ndarray], vertex_count: int, *, tolerant: S
     return rep.view(np.dtype((np.void, 8))).reshape(vertex_count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tolerant_representatives(order, groups, values, eps, max_reps):  # pragma: no cover - compiled
     """Each vertex's representative (see the module docstring); ``order`` lists vertices by
     exact group, then by index."""

@@ -69,9 +69,11 @@ def test_help_names_the_core_defaults():
     from meshopt_batch.compare import DEFAULT_PROFILES
     from meshopt_batch.meshlets import METHODS
     from meshopt_batch.optimizers import DEFAULT_METHOD
+    from meshopt_batch.optimizers.portable.tuning import WINDOW_WORK
     from meshopt_batch_app.commands import compare, meshlets, optimize
 
     assert optimize.DEFAULT_METHOD_NAME == DEFAULT_METHOD
+    assert optimize.DEFAULT_EFFORT * 1_000_000 == WINDOW_WORK
     assert compare.DEFAULT_PROFILE_NAMES == DEFAULT_PROFILES
     assert meshlets.METHOD_NAMES == METHODS
 

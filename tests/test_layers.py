@@ -1,4 +1,4 @@
-"""The order of breadth-first layers (:mod:`meshopt_batch.optimizers.batch.layers`): the rows a
+"""The order of breadth-first layers (:mod:`meshopt_batch.optimizers.portable.layers`): the rows a
 FIFO reuses, found on any numbering and any triangle order."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 
 import meshes
 from meshopt_batch import get_profile, predict
-from meshopt_batch.optimizers.batch.layers import order_by_layers
+from meshopt_batch.optimizers.portable.layers import order_by_layers
 from meshopt_batch.vertex_fetch import number_by_first_use
 
 

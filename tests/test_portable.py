@@ -1,15 +1,18 @@
-"""Targets of several profiles (issue 29): the ``portable`` order, its guarantees, its API.
+"""Targets of several profiles: the ``portable`` order, its guarantees, its API.
 
 * :mod:`meshopt_batch.targets` resolves ``portable``, sets and profile files once;
 * single-profile ``batch`` output is byte-identical to the release before targets (digests
   recorded from commit 7e11418 on procedural meshes and the shared bunny);
 * the portable order keeps every triangle (corners in cyclic order), and predicts no more
   invocations than meshoptimizer's order and the input's on every profile;
-* the window search's starts: the chosen order, the batch candidate nearest to meshoptimizer's
-  order where that order is chosen, and the breadth-first layers where they beat it somewhere;
+* the starts screened (the chosen order, the batch candidate nearest to meshoptimizer's order
+  where that order is chosen, the breadth-first layers where they beat it somewhere), the search
+  from the best of them, the one objective and the choice, the same result on any number of cores;
 * "never worse" in :func:`meshopt_batch.vertex_set.optimize_vertex_set` holds per profile;
 * ``optimize`` takes a ``trimesh.Trimesh`` and ``apply`` returns one with every attribute;
 * ``optimize_file`` with keyword options; ``compare --shipped``.
+
+The window search itself (its loop, moves, work bound) is tested in ``test_portable_search.py``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.index_codec import codec_bits
 from meshopt_batch.io import load_mesh, save_mesh
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.optimizers.batch import portable
-from meshopt_batch.optimizers.batch.portable import CODEC_SLACK, optimize_for_target
+from meshopt_batch.optimizers.portable import optimize_for_target
+from meshopt_batch.optimizers.portable.candidates import Pool
+from meshopt_batch.optimizers.portable.objective import caps, choose, objective
+from meshopt_batch.optimizers.portable.starts import add_in_blocks
+from meshopt_batch.optimizers.portable.tuning import CODEC_SLACK, TABLE
 from meshopt_batch.targets import PORTABLE
 from meshopt_batch.vertex_fetch import first_use_order
 from meshopt_batch.vertex_set import SetOptions, judged, optimize_vertex_set
@@ -39,11 +45,6 @@ from meshopt_batch_app.cli import main
 def _digest(result) -> str:
     remap = b"" if result.vertex_remap is None else np.ascontiguousarray(result.vertex_remap).tobytes()
     return hashlib.sha256(np.ascontiguousarray(result.triangles).tobytes() + remap).hexdigest()[:16]
-
-
-def _before_shift(name: str) -> str:
-    """A pool name without the last searches' suffixes (:data:`LAST_SEARCHES`)."""
-    return name.split(" + shifted windows")[0]
 
 
 def _corner_sets(tris) -> np.ndarray:
@@ -186,7 +187,7 @@ def test_never_worse_refuses_a_trade_between_gpus_and_keeps_the_input():
     assert all(buf.after_all[k] < buf.before_all[k] for k in buf.before_all)
 
 
-def test_windows_refine_an_input_that_binds_and_stay_below_it_everywhere():
+def test_the_search_refines_an_input_that_binds_and_stays_below_it_everywhere():
     # a 48 x 48 grid row by row: intel's FIFO of 128 shades each vertex once, no candidate
     # order matches that, so the portable order starts from the best one that does and folds rows
     mesh = meshes.grid(48)
@@ -194,10 +195,9 @@ def test_windows_refine_an_input_that_binds_and_stay_below_it_everywhere():
     target = get_target("portable")
     res = optimize_for_target(tris, mesh.vertex_count, target=target)
     name = res.stats["candidate"]
-    searched = _before_shift(name)
-    assert searched.endswith(" + windows")
+    assert name.endswith(" + search")
     cands = res.stats["candidates"]
-    start = cands[searched.removesuffix(" + windows")]["invocations"]
+    start = cands[name.removesuffix(" + search")]["invocations"]
     reference = cands["meshoptimizer"]["invocations"]
     got = res.stats["invocations"]
     given = dict(zip(got, judged(tris, mesh.vertex_count, target), strict=True))
@@ -205,304 +205,99 @@ def test_windows_refine_an_input_that_binds_and_stay_below_it_everywhere():
     assert all(got[p] <= max(min(reference[p], given[p]), start[p]) for p in got)
     assert all(got[p] <= given[p] for p in got)
     assert got["intel"] == mesh.vertex_count         # every vertex still shaded once on intel
-    assert cands[name]["mean_ratio"] <= cands[searched]["mean_ratio"] < cands[searched.removesuffix(" + windows")][
-        "mean_ratio"]
+    assert cands[name]["objective"] < cands[name.removesuffix(" + search")]["objective"]
     back = np.asarray(res.vertex_remap)[np.asarray(res.triangles, np.int64)]
     assert np.array_equal(_corner_sets(back), _corner_sets(tris))
     assert _digest(optimize_for_target(tris, mesh.vertex_count, target=target)) == _digest(res)
 
 
-@pytest.mark.parametrize(("mesh", "shuffle", "second", "expected"), [
-    # the nearest candidate shades more than meshoptimizer's order on AMD; the windows take it under
-    (meshes.uv_sphere(16, 32), True, "batch@nvidia_gl#0",
-     {"nvidia_gl": 801, "nvidia_dx": 802, "amd": 710, "intel": 562, "llvmpipe": 598}),
-    # every profile below meshoptimizer's, the codec size over its slack; the windows take it under
-    (meshes.icosphere(3), False, "batch@amd#1",
-     {"nvidia_gl": 1030, "nvidia_dx": 1030, "amd": 891, "intel": 701, "llvmpipe": 743}),
-], ids=["above-on-amd", "over-the-codec-slack"])
-def test_where_meshoptimizers_order_is_chosen_the_search_also_starts_from_the_nearest_candidate(
-        mesh, shuffle, second, expected):
-    tris = _shuffled(mesh) if shuffle else np.asarray(mesh.triangles, np.int64)
-    res = optimize_for_target(tris, mesh.vertex_count, target=get_target("portable"))
+def _screened(res) -> list[str]:
+    return [s["start"] for s in res.stats["searches"] if s["stage"] == "screen"]
+
+
+def test_the_starts_screened_are_the_choice_the_nearest_candidate_and_the_layers():
+    # a shuffled sphere: meshoptimizer's order is the choice before the search, so the batch
+    # candidate nearest to it (the lowest worst ratio) is screened too; a sphere's breadth-first
+    # layers are its rings, which Intel's FIFO reuses better than meshoptimizer's order
+    mesh = meshes.uv_sphere(16, 32)
+    tris = _shuffled(mesh)
+    target = get_target("portable")
+    assert optimize_for_target(tris, mesh.vertex_count, target=target, window_work=0).stats["candidate"] == \
+        "meshoptimizer"
+    res = optimize_for_target(tris, mesh.vertex_count, target=target)
     cands = res.stats["candidates"]
     reference = cands["meshoptimizer"]["invocations"]
-    limit = CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
-    # without the window search meshoptimizer's order is the choice: no batch candidate is at or
-    # below it everywhere within the codec slack
-    assert optimize_for_target(tris, mesh.vertex_count, target=get_target("portable"),
-                               window_work=0).stats["candidate"] == "meshoptimizer"
-    batch = [n for n in cands if n.startswith("batch@") and not n.endswith(" windows")]
 
     def worst(name):
         return max(cands[name]["invocations"][p] / reference[p] for p in reference)
-    assert worst(second) == min(worst(n) for n in batch)
-    assert "meshoptimizer + windows" in cands
-    assert _before_shift(res.stats["candidate"]) == f"{second} + windows"
-    assert cands[f"{second} + windows"]["invocations"] == expected
-    assert cands[f"{second} + windows"]["mean_ratio"] < cands["meshoptimizer + windows"]["mean_ratio"]
-    given = dict(zip(reference, judged(tris, mesh.vertex_count, get_target("portable")), strict=True))
-    assert all(expected[p] <= min(reference[p], given[p]) for p in expected)
-    assert all(res.stats["invocations"][p] <= min(reference[p], given[p]) for p in expected)
-    assert codec_bits(res.triangles).raw <= limit
-    back = np.asarray(res.vertex_remap)[np.asarray(res.triangles, np.int64)]
-    assert np.array_equal(_corner_sets(back), _corner_sets(tris))
-
-
-def test_a_second_start_further_above_meshoptimizers_order_than_the_first_search_reached_is_not_tried():
-    mesh = meshes.grid(32)
-    tris = _shuffled(mesh)
-    res = optimize_for_target(tris, mesh.vertex_count, target=get_target("portable"))
-    cands = res.stats["candidates"]
-    reference = cands["meshoptimizer"]["invocations"]
-
-    def ratios(name):
-        return [cands[name]["invocations"][p] / reference[p] for p in reference]
-    reach = 1 - min(ratios("meshoptimizer + windows"))
-    nearest = min(max(ratios(n)) for n in cands if n.startswith("batch@"))
-    assert nearest - 1 > reach > 0
-    assert not [n for n in cands if n.startswith("batch@") and n.endswith(" + windows")]
-    assert _before_shift(res.stats["candidate"]) == "meshoptimizer + windows"
-
-
-@pytest.mark.parametrize(("mesh", "shuffle", "expected"), [
-    (meshes.grid(20, 40), True, {"nvidia_gl": 1296, "nvidia_dx": 1296, "amd": 1105, "intel": 880, "llvmpipe": 945}),
-    (meshes.uv_sphere(16, 32), False, {"nvidia_gl": 803, "nvidia_dx": 803, "amd": 702, "intel": 559, "llvmpipe": 592}),
-], ids=["shuffled-grid", "sphere-in-rows"])
-def test_the_search_also_starts_from_breadth_first_layers_where_they_beat_meshoptimizers_order_somewhere(
-        mesh, shuffle, expected):
-    tris = _shuffled(mesh) if shuffle else np.asarray(mesh.triangles, np.int64)
-    target = get_target("portable")
-    res = optimize_for_target(tris, mesh.vertex_count, target=target)
-    cands = res.stats["candidates"]
-    reference = cands["meshoptimizer"]["invocations"]
-    layers = cands["layers"]["invocations"]
-    assert layers["intel"] < reference["intel"] and layers["amd"] > reference["amd"]   # rows: a FIFO's order
-    assert _before_shift(res.stats["candidate"]) == "layers + windows"
-    assert cands["layers + windows"]["invocations"] == expected
+    batch = [n for n in cands if n.startswith("batch@") and " + " not in n]
+    nearest = min(batch, key=lambda n: (worst(n), cands[n]["objective"]))
+    assert _screened(res) == ["meshoptimizer", nearest, "layers"]
+    assert cands["layers"]["invocations"]["intel"] < reference["intel"]
+    # the search goes on from the best screened order and is the choice
+    screened = [f"{s} + screen" for s in _screened(res) if f"{s} + screen" in cands]
+    best = min(screened, key=lambda n: cands[n]["objective"])
+    assert res.stats["candidate"] == best.removesuffix(" + screen") + " + search"
+    assert cands[res.stats["candidate"]]["objective"] < cands[best]["objective"]
     given = dict(zip(reference, judged(tris, mesh.vertex_count, target), strict=True))
-    final = res.stats["invocations"]
-    assert all(expected[p] <= given[p] and final[p] <= given[p] for p in expected)
-    if shuffle:
-        assert all(expected[p] <= reference[p] and final[p] <= reference[p] for p in expected)
-        assert codec_bits(res.triangles).raw <= CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
-    else:           # rows bind: Intel's FIFO shades every vertex of the input once, and still does
-        assert given["intel"] == expected["intel"] == final["intel"] == mesh.vertex_count
-    others = [n for n in cands if n.endswith(" + windows") and n == _before_shift(n) and n != "layers + windows"]
-    assert others and all(cands["layers + windows"]["mean_ratio"] < cands[n]["mean_ratio"] for n in others)
-    back = np.asarray(res.vertex_remap)[np.asarray(res.triangles, np.int64)]
-    assert np.array_equal(_corner_sets(back), _corner_sets(tris))
+    assert all(res.stats["invocations"][p] <= min(reference[p], given[p]) for p in reference)
+    assert codec_bits(res.triangles).raw <= CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
 
 
-def test_the_search_from_the_layers_gets_work_in_proportion_to_the_triangles_it_folds():
-    work, unit, share = 10_000_000, portable.LAYERS_TRIANGLES, portable.LAYERS_WORK
-    got = [portable.layers_work(t, work) for t in (1, unit // 2, unit, 2 * unit, 3 * unit, 100 * unit)]
-    assert got == [int(share * work)] * 3 + [int(2 * share * work), int(min(1, 3 * share) * work), work]
-    assert portable.layers_work(2 * unit, 0) == 0
-
-
-def _shuffled_icosphere_and_judge(target_spec: str):
-    """A shuffled icosphere and a judge of an order of it on every profile of ``target_spec``."""
-    tris = _shuffled(meshes.icosphere(3), 3)
-    target = get_target(target_spec)
-
-    def judge(order):
-        return np.array(judged(order, int(tris.max()) + 1, target))
-
-    return tris, judge
-
-
-def _window_judges(tris, judge, target_spec):
-    """The whole-buffer judge of a function and the window judge of the target's profiles."""
-    from meshopt_batch.optimizers.batch.window_judge import WindowJudge
-    from meshopt_batch.optimizers.batch.window_search import WholeBufferJudge
-    count = int(tris.max()) + 1
-    return [WholeBufferJudge(tris, judge), WindowJudge(tris, count, get_target(target_spec).evaluation_profiles(count))]
-
-
-@pytest.mark.parametrize("which", [0, 1])
-def test_window_search_keeps_only_changes_no_profile_predicts_worse(which):
-    from meshopt_batch.optimizers.batch.window_search import WholeBufferJudge, refine_in_windows
-    tris, judge = _shuffled_icosphere_and_judge("nvidia_gl,amd")
-    order, inv, kept = refine_in_windows(_window_judges(tris, judge, "nvidia_gl,amd")[which],
-                                         local=lambda w: w[::-1], windows=(16,), work=10**9)
-    assert kept > 0
-    assert np.array_equal(inv, judge(order)) and np.all(inv <= judge(tris)) and np.any(inv < judge(tris))
-    assert np.array_equal(_corner_sets(order), _corner_sets(tris))
-    none, same, zero = refine_in_windows(WholeBufferJudge(tris, judge), local=lambda w: w[::-1], windows=(16,),
-                                         work=0)
-    assert zero == 0 and np.array_equal(none, tris)
-
-
-def test_the_window_judge_and_the_whole_buffer_judge_take_the_same_changes():
-    from meshopt_batch.optimizers.batch.window_search import refine_in_windows
-    from meshopt_batch.vertex_fetch import number_by_first_use
-    tris, _ = _shuffled_icosphere_and_judge("portable")
-    count, target = int(tris.max()) + 1, get_target("portable")
-
-    def judge(order):  # numbered by first use, as the window judge judges (llvmpipe sees numbers)
-        return np.array(judged(number_by_first_use(order, count)[0], count, target))
-
-    runs = [refine_in_windows(j, local=lambda w: w[::-1], windows=(16, 8), work=10**9)
-            for j in _window_judges(tris, judge, "portable")]
-    assert runs[0][2] > 0 and runs[0][2] == runs[1][2]
-    assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
-
-
-@pytest.mark.parametrize("which", [0, 1])
-def test_window_search_with_an_objective_lowers_it_and_keeps_every_profile_within_its_cap(which):
-    from meshopt_batch.optimizers.batch.window_search import refine_in_windows
-    tris, judge = _shuffled_icosphere_and_judge("nvidia_gl,amd,intel")
-    start = judge(tris)
-    caps = start + np.array([0, 40, 40])  # nvidia may not get worse, the others a little
-
-    def objective(inv):
-        return float(np.sum(inv / start))
-
-    order, inv, kept = refine_in_windows(_window_judges(tris, judge, "nvidia_gl,amd,intel")[which],
-                                         local=lambda w: w[::-1], windows=(16, 8), work=10**9,
-                                         objective=objective, caps=caps)
-    assert kept > 0 and np.array_equal(inv, judge(order))
-    assert objective(inv) < objective(start) and np.all(inv <= caps)
-    assert np.array_equal(_corner_sets(order), _corner_sets(tris))
-    _, pareto_inv, _ = refine_in_windows(_window_judges(tris, judge, "nvidia_gl,amd,intel")[which],
-                                         local=lambda w: w[::-1], windows=(16, 8), work=10**9)
-    assert np.all(pareto_inv <= start)
-
-
-def test_window_search_with_an_objective_takes_trades_the_dominance_rule_refuses():
-    from meshopt_batch.optimizers.batch.window_search import WholeBufferJudge, refine_in_windows
-    tris = _shuffled(meshes.icosphere(2), 5)
-    weights = np.arange(tris.shape[0], dtype=np.float64)
-
-    def judge(order):  # every change that lowers the first figure raises the second by half as much
-        moment = float(weights @ order[:, 0])
-        return np.array([moment, 1e9 - 0.5 * moment])
-
-    start = judge(tris)
-    _, _, kept = refine_in_windows(WholeBufferJudge(tris, judge), local=lambda w: w[::-1], windows=(8,),
-                                   work=10**9)
-    assert kept == 0  # no change dominates
-    order, inv, kept = refine_in_windows(WholeBufferJudge(tris, judge), local=lambda w: w[::-1], windows=(8,),
-                                         work=10**9, objective=lambda v: float(v.sum()), caps=start + [0, 1e12])
-    assert kept > 0 and inv[0] < start[0] and inv[1] > start[1] and inv.sum() < start.sum()
-    tight, tight_inv, none = refine_in_windows(WholeBufferJudge(tris, judge), local=lambda w: w[::-1],
-                                               windows=(8,), work=10**9, objective=lambda v: float(v.sum()),
-                                               caps=start)
-    assert none == 0 and np.array_equal(tight, tris)  # caps at the start: the trade is refused
-
-
-@pytest.mark.parametrize("which", [0, 1])
-def test_a_judge_counts_the_triangles_its_trials_simulate(which):
-    tris, judge = _shuffled_icosphere_and_judge("portable")
-    window_judge = _window_judges(tris, judge, "portable")[which]
-    costs = [window_judge.trial(start, start + 16, window_judge.order[start:start + 16][::-1])[1]
-             for start in (0, 40, 200)]
-    assert min(costs) > 0 and window_judge.simulated == sum(costs)
-
-
-def test_window_moves_number_compactly_in_one_pass_and_order_as_numbered_by_sorting():
-    # meshoptimizer's order depends on the triangles' order and adjacency, not on the numbers:
-    # the moves number a window's vertices by first use, and equal the order numbered by np.unique
-    from meshopt_batch.optimizers.batch.portable import WINDOW_MOVES
-    tris = _shuffled(meshes.torus(40, 20), 11)
-    scratch = np.full(int(tris.max()) + 1, -1, np.int64)
-
-    def sorted_numbering(window):
-        used, compact = np.unique(window, return_inverse=True)
-        flat = np.ascontiguousarray(compact, np.uint32).reshape(-1)
-        out = np.empty_like(flat)
-        meshoptimizer.optimize_vertex_cache(out, flat, flat.size, used.shape[0])
-        return used[out.astype(np.int64)].reshape(-1, 3)
-
-    starts = np.random.default_rng(2).integers(0, tris.shape[0] - 600, 12)
-    for start, width in zip(starts, (1, 2, 32, 96, 128, 512) * 2, strict=True):
-        window = tris[start:start + width]
-        given = (window, np.roll(window, -(width // 2), axis=0), window[::-1])
-        for move, shown in zip(WINDOW_MOVES[:3], given, strict=True):
-            assert np.array_equal(move(window, scratch), sorted_numbering(shown))
-        assert np.all(scratch == -1)
-
-
-def test_the_kcache_move_is_kcache_of_the_window_numbered_by_first_use():
-    # K-Cache breaks ties by vertex number: the move numbers the window as the written order is
-    from meshopt_batch.optimizers.batch.portable import KCACHE_SIZE, WINDOW_MOVES, _local_kcache
-    from meshopt_batch.optimizers.kcache import kcache_order
-    from meshopt_batch.vertex_fetch import number_by_first_use
-    assert WINDOW_MOVES[-1] is _local_kcache
-    tris = _shuffled(meshes.torus(40, 20), 12)
-    count = int(tris.max()) + 1
-    scratch = np.full(count, -1, np.int64)
-    for start, width in ((0, 1), (17, 32), (300, 128), (900, 512)):
-        window = tris[start:start + width]
-        got = _local_kcache(window, scratch)
-        numbered, used = number_by_first_use(window, count)
-        assert np.array_equal(got, window[kcache_order(numbered, used.shape[0], KCACHE_SIZE)])
-        # the window's triangles, each once, corners as given
-        assert sorted(map(tuple, got.tolist())) == sorted(map(tuple, window.tolist()))
-        assert np.all(scratch == -1)
-
-
-def _windows_objective(result) -> float:
-    """The window search's objective of the refined candidate a portable result holds."""
-    from meshopt_batch.optimizers.batch.portable import _window_objective
-    cands = result.stats["candidates"]
-    refined = [name for name in cands if name.endswith(" + windows") and name == _before_shift(name)]
-    assert len(refined) == 1
-    reference = np.array(list(cands["meshoptimizer"]["invocations"].values()), np.float64)
-    return _window_objective(reference)(np.array(list(cands[refined[0]]["invocations"].values()), np.float64))
-
-
-def test_window_moves_take_turns_and_the_later_ones_lower_the_objective(monkeypatch):
-    import meshopt_batch.optimizers.batch.portable as portable
+def test_a_scan_screens_no_layers_and_the_work_bound_holds_for_the_whole_run():
     mesh = meshes.torus(60, 30)
-    tris, target = _shuffled(mesh), get_target("portable")
-    every = optimize_for_target(tris, mesh.vertex_count, target=target)
-    monkeypatch.setattr(portable, "WINDOW_MOVES", portable.WINDOW_MOVES[:1])
-    first = optimize_for_target(tris, mesh.vertex_count, target=target)
-    assert _windows_objective(every) < _windows_objective(first)
-    assert _before_shift(every.stats["candidate"]).endswith(" + windows")
-    assert codec_bits(every.triangles).raw <= portable.CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
+    tris = _shuffled(mesh)
+    target = get_target("portable")
+    for work in (0, 200_000, 2_000_000):
+        res = optimize_for_target(tris, mesh.vertex_count, target=target, window_work=work)
+        done = sum(s["work"] for s in res.stats["searches"])
+        # each search stops at its first trial past the bound: a window and its judgement past it
+        assert done <= work + len(res.stats["searches"]) * 20_000
+        assert (done == 0) == (work == 0) and bool(res.stats["searches"]) == (work > 0)
+    dragon = _shared_mesh("dragon_res3")
+    res = optimize_for_target(dragon.triangles, dragon.vertex_count, target=target)
+    assert "layers" not in _screened(res) and "layers" not in res.stats["candidates"]   # long fronts
 
 
-def test_the_chosen_order_is_searched_last_with_windows_whose_edges_fall_elsewhere_then_again(monkeypatch):
-    import meshopt_batch.optimizers.batch.portable as portable
-    mesh = meshes.icosphere(3)
-    tris, target = _shuffled(mesh), get_target("portable")
-    res = optimize_for_target(tris, mesh.vertex_count, target=target)
-    cands = res.stats["candidates"]
-    stages = ["meshoptimizer + windows", "meshoptimizer + windows + shifted windows",
-              "meshoptimizer + windows + shifted windows + windows"]
-    assert res.stats["candidate"] == stages[-1]
-    assert res.stats["invocations"] == {"nvidia_gl": 1040, "nvidia_dx": 1040, "amd": 909, "intel": 711,
-                                        "llvmpipe": 758}
-    reference = np.array(list(cands["meshoptimizer"]["invocations"].values()), np.float64)
-    objective = portable._window_objective(reference)
-
-    def score(name):
-        return objective(np.array(list(cands[name]["invocations"].values()), np.float64))
-    assert score(stages[2]) < score(stages[1]) < score(stages[0])
-    given = judged(tris, mesh.vertex_count, target)
-    assert all(a <= min(b, c) for a, b, c in zip(res.stats["invocations"].values(), reference, given, strict=True))
-    assert codec_bits(res.triangles).raw <= portable.CODEC_SLACK * codec_bits(_reference(tris, mesh.vertex_count)).raw
-    # with no work the last searches keep nothing and the choice before them stays
-    monkeypatch.setattr(portable, "LAST_SEARCH_WORK", 0.0)
-    before = optimize_for_target(tris, mesh.vertex_count, target=target)
-    assert before.stats["candidate"] == stages[0]
-    assert not any(name != _before_shift(name) for name in before.stats["candidates"])
+def test_the_result_is_the_same_on_any_number_of_cores(monkeypatch, tmp_path):
+    import meshopt_batch.parallel as parallel
+    mesh = meshes.uv_sphere(16, 32)
+    tris = _shuffled(mesh)
+    target = get_target("portable")
+    src = tmp_path / "in.ply"
+    save_mesh(mesh.with_triangles(tris), src)
+    runs = []
+    for count in (1, 2, 4):
+        monkeypatch.setattr(parallel, "cores", lambda count=count: count)
+        runs.append((_digest(optimize_for_target(tris, mesh.vertex_count, target=target)),
+                     optimize_file(src, tmp_path / f"out{count}.ply").profiles,
+                     (tmp_path / f"out{count}.ply").read_bytes()))
+    assert runs[0] == runs[1] == runs[2]
 
 
-def test_a_window_search_past_the_codec_slack_is_undone(monkeypatch):
-    import meshopt_batch.optimizers.batch.portable as portable
-    mesh = meshes.torus(60, 30)
-    monkeypatch.setattr(portable, "CODEC_SLACK", 0.5)  # no reordered window can be that small
-    res = optimize_for_target(_shuffled(mesh), mesh.vertex_count, target=get_target("portable"))
-    assert res.stats["candidate"] == "meshoptimizer"
-    assert not any(name.endswith(" windows") for name in res.stats["candidates"])
-    # where the input binds (rows Intel's FIFO shades once per vertex), the pool takes the best
-    # order no worse than the input whatever its codec size, and so does the search
-    grid = meshes.grid(48)
-    res = optimize_for_target(grid.triangles, grid.vertex_count, target=get_target("portable"))
-    assert _before_shift(res.stats["candidate"]).endswith(" + windows")
+def test_the_objective_is_the_sum_of_the_ratios_plus_the_worst_and_chooses_within_the_caps():
+    reference = np.array([100, 200, 50])
+    assert objective([100, 200, 50], reference) == pytest.approx(4.0)
+    assert objective([90, 200, 55], reference) == pytest.approx(0.9 + 1 + 1.1 + 1.1)
+    assert list(caps(reference, [120, 150, 50], [95, 170, 60])) == [100, 170, 60]
+    given = np.array([110, 210, 60])
+    candidates = {"meshoptimizer": reference, "a": np.array([95, 195, 50]), "b": np.array([80, 180, 51]),
+                  "c": np.array([99, 199, 49])}
+    codec = {"meshoptimizer": 10.0, "a": 10.0, "b": 10.0, "c": 10.5}.__getitem__
+    # b is lowest but above meshoptimizer's order on one profile; c is over the codec slack
+    assert choose(candidates, "meshoptimizer", given, codec) == "a"
+    assert choose({**candidates, "a": np.array([95, 201, 50])}, "meshoptimizer", given, codec) == "meshoptimizer"
+    # where meshoptimizer's order and ours are above the input somewhere, ours within the input's figures
+    assert choose(candidates, "meshoptimizer", np.array([90, 300, 60]), codec) == "b"
+    assert choose(candidates, "meshoptimizer", np.array([10, 10, 10]), codec) is None
+
+
+def test_every_tuned_constant_is_in_one_table_with_what_it_was_tuned_on():
+    import meshopt_batch.optimizers.portable.tuning as tuning
+    names = {row.name for row in TABLE}
+    constants = {n for n in tuning.__all__ if n.isupper() and n != "TABLE"}
+    assert names == constants
+    assert all(row.tuned_on and getattr(tuning, row.name) is row.value for row in TABLE)
 
 
 def test_a_set_of_two_profiles_is_never_worse_on_either():
@@ -665,11 +460,9 @@ def test_numbering_in_blocks_grows_and_keeps_residues_when_copies_crowd_one_resi
 
 
 def test_a_candidate_numbered_otherwise_is_numbered_in_blocks_from_its_first_use():
-    from meshopt_batch.optimizers.batch import portable
-
     mesh = meshes.grid(300)
     tris = np.asarray(mesh.triangles, np.int64)
-    pool = portable._Pool(tris, mesh.vertex_count, get_target("portable"))
+    pool = Pool(tris, mesh.vertex_count, get_target("portable"))
     flat = np.ascontiguousarray(tris, np.uint32).reshape(-1)
     order = np.empty_like(flat)
     meshoptimizer.optimize_vertex_cache(order, flat, flat.size, mesh.vertex_count)
@@ -677,8 +470,8 @@ def test_a_candidate_numbered_otherwise_is_numbered_in_blocks_from_its_first_use
     shuffle = np.random.default_rng(3).permutation(mesh.vertex_count)    # new -> input vertex
     inverse = np.empty_like(shuffle)
     inverse[shuffle] = np.arange(mesh.vertex_count)
-    pool.add("shuffled", (inverse[order], shuffle))
-    portable._in_blocks(pool, "shuffled")
-    blocks = pool.judged["shuffled in blocks"]
-    assert np.array_equal(_corner_sets(blocks[1][blocks[0]]), _corner_sets(tris))
-    assert list(blocks[2].values())[2:4] == list(pool.judged["shuffled"][2].values())[2:4]   # AMD, Intel
+    pool.add("shuffled", inverse[order], shuffle)
+    add_in_blocks(pool)
+    blocks = pool["shuffled in blocks"]
+    assert np.array_equal(_corner_sets(blocks.original), _corner_sets(tris))
+    assert list(blocks.invocations[2:4]) == list(pool["shuffled"].invocations[2:4])   # AMD, Intel

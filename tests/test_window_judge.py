@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.optimizers.batch.window_judge import WindowJudge
+from meshopt_batch.optimizers.portable.judge import LOOKUP, accept, new_state, reject, trial, trial_order
 from meshopt_batch.profiles import Profile, get_profile
 from meshopt_batch.reuse import predict
 from meshopt_batch.targets import get_target
@@ -16,7 +16,7 @@ CUSTOM = [
     get_profile("lru:8"),                                     # a global LRU: judged whole
     Profile("fifo_batched", 60, 24, "fifo", 12),              # batches ended by either bound
     Profile("direct_uniques", 300, 40, "direct", 32),         # numbers seen, batches not fixed
-    Profile("groups_4", 0, 0, "groups", 4),                   # numbers seen, no order: whole
+    Profile("groups_4", 0, 0, "groups", 4),                   # numbers seen, no order
     Profile("range", 0, 0, "range", 1),                       # order-free
     get_profile("nvidia_dx").with_16bit_boundaries(True),
 ]
@@ -27,9 +27,43 @@ def _whole(order, vertex_count, profiles):
     return np.array([predict(numbered, vertex_count, profile=p).invocations for p in profiles])
 
 
+class Judge:
+    """The compiled judge's functions over one state, as the tests drive them."""
+
+    def __init__(self, tris, vertex_count, profiles):
+        self.state = new_state(tris, vertex_count, profiles)
+        self.count = len(profiles)
+        self.rank = trial_order(self.state)
+        self.scale = np.ones(self.count)
+        self.caps = np.full(self.count, np.inf)
+        self.pending = None
+
+    @property
+    def order(self):
+        return self.state.order
+
+    @property
+    def invocations(self):
+        return self.state.totals.copy()
+
+    def trial(self, start, stop, window):
+        if self.pending is not None:
+            reject(self.state)
+        window = np.array(window, np.int64)
+        cost, complete = trial(self.state, window, start, stop, self.rank, self.scale, self.caps, np.inf)
+        assert complete
+        self.pending = (window, start, stop)
+        return self.state.pending[:self.count].copy(), cost
+
+    def accept(self):
+        window, start, stop = self.pending
+        accept(self.state, window, start, stop)
+        self.pending = None
+
+
 def _check_random_windows(tris, vertex_count, profiles, seed, trials, widths=(8, 64, 128, 200)):
     rng = np.random.default_rng(seed)
-    judge = WindowJudge(tris, vertex_count, profiles)
+    judge = Judge(tris, vertex_count, profiles)
     current = np.array(tris, np.int64)
     assert np.array_equal(judge.invocations, _whole(current, vertex_count, profiles))
     n = current.shape[0]
@@ -51,6 +85,11 @@ def _check_random_windows(tris, vertex_count, profiles, seed, trials, widths=(8,
             current = changed
             assert np.array_equal(judge.order, current)
             assert np.array_equal(judge.invocations, got)
+    # the prefix sums the trials subtract are the runs' own
+    for k in range(len(profiles)):
+        marks = judge.state.marks[k]
+        counts = (marks & 1) + ((marks >> 1) & 1) + ((marks >> 2) & 1)
+        assert np.array_equal(judge.state.before[k], np.concatenate(([0], np.cumsum(counts))))
     return simulated
 
 
@@ -83,7 +122,7 @@ def test_a_window_left_as_it_was_changes_nothing_and_one_triangle_at_the_ends_wo
     mesh = meshes.icosphere(2)
     tris = np.asarray(mesh.triangles, np.int64)
     profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
-    judge = WindowJudge(tris, mesh.vertex_count, profiles)
+    judge = Judge(tris, mesh.vertex_count, profiles)
     same, _ = judge.trial(10, 70, tris[10:70])
     assert np.array_equal(same, judge.invocations)
     n = tris.shape[0]
@@ -99,7 +138,7 @@ def test_a_window_given_as_a_view_of_the_order_is_taken_as_it_was_when_judged():
     mesh = meshes.torus(16, 12)
     tris = np.asarray(mesh.triangles, np.int64)
     profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
-    judge = WindowJudge(tris, mesh.vertex_count, profiles)
+    judge = Judge(tris, mesh.vertex_count, profiles)
     for start in (0, 40, 100):
         got, _ = judge.trial(start, start + 30, judge.order[start:start + 30][::-1])
         judge.accept()
@@ -125,29 +164,27 @@ def test_degenerate_and_repeated_triangles_are_judged_alike():
     _check_random_windows(mixed, mesh.vertex_count, profiles, 11, 80)
 
 
-def test_batches_looked_up_past_the_window_answer_and_count_as_simulating_them_does():
+def test_nvidia_and_amd_look_batches_up_past_the_window():
     mesh = meshes.torus(48, 32)
     tris = np.asarray(mesh.triangles, np.int64)
     tris = tris[np.random.default_rng(12).permutation(tris.shape[0])]
     profiles = get_target("portable").evaluation_profiles(mesh.vertex_count)
-    looked_up = WindowJudge(tris, mesh.vertex_count, profiles)
-    simulated = WindowJudge(tris, mesh.vertex_count, profiles)
-    with_lookups = [run.profile.name for run in looked_up._runs if run.ends is not None]
-    assert with_lookups == ["nvidia_gl", "nvidia_dx", "amd"]
-    for run in simulated._runs:
-        run.ends = None
+    judge = Judge(tris, mesh.vertex_count, profiles)
+    assert [p.name for p, way in zip(profiles, judge.state.params[:, 0], strict=True) if way == LOOKUP] == [
+        "nvidia_gl", "nvidia_dx", "amd"]
     rng = np.random.default_rng(13)
     n = tris.shape[0]
     for _ in range(80):
         width = int(rng.choice((16, 96, 300)))
         start = int(rng.integers(0, n - width))
-        window = looked_up.order[start:start + width][rng.permutation(width)]
-        a, b = looked_up.trial(start, start + width, window), simulated.trial(start, start + width, window)
-        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+        window = judge.order[start:start + width][rng.permutation(width)]
+        changed = judge.order.copy()
+        changed[start:start + width] = window
+        got, _ = judge.trial(start, start + width, window)
+        assert np.array_equal(got, _whole(changed, mesh.vertex_count, profiles))
         if rng.random() < 0.4:
-            looked_up.accept()
-            simulated.accept()
-    assert np.array_equal(looked_up.invocations, _whole(looked_up.order, mesh.vertex_count, profiles))
+            judge.accept()
+    assert np.array_equal(judge.invocations, _whole(judge.order, mesh.vertex_count, profiles))
     # NVIDIA's batches agree again only after many lookups; AMD's fixed ones at the next batch
-    filled = {run.profile.name: np.count_nonzero(run.ends >= 0) for run in looked_up._runs if run.ends is not None}
+    filled = {p.name: np.count_nonzero(judge.state.ends[k] >= 0) for k, p in enumerate(profiles)}
     assert filled["nvidia_gl"] > 100 and filled["nvidia_dx"] > 100 and filled["amd"] == 0

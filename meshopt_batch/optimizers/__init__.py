@@ -174,7 +174,7 @@ register("kcache", "meshopt_batch.optimizers.kcache:optimize_kcache", "K-Cache")
 register("tipsify", "meshopt_batch.optimizers.tipsify:optimize_tipsify", "Tipsify")
 register("forsyth", "meshopt_batch.optimizers.forsyth:optimize_forsyth", "TomF")
 register("batch", "meshopt_batch.optimizers.batch:optimize_batch", "Batching", uses_profile=True,
-         for_targets="meshopt_batch.optimizers.batch.portable:optimize_for_target")
+         for_targets="meshopt_batch.optimizers.portable:optimize_for_target")
 register("meshoptimizer", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache",
          "meshopt", requires="meshoptimizer")
 register("meshoptimizer_fifo", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache_fifo",

@@ -32,7 +32,7 @@ def _ranks_above(key_a, id_a, key_b, id_b):
     return key_a > key_b or (key_a == key_b and id_a < id_b)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _keyed_sift_down(keys, ids, n, i):
     key = keys[i]
     tid = ids[i]
@@ -52,7 +52,7 @@ def _keyed_sift_down(keys, ids, n, i):
     ids[i] = tid
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def keyed_push(keys, ids, n, key, tid):
     """Push ``(key, tid)`` on a keyed heap of ``n`` entries; returns the new size."""
     i = n
@@ -69,7 +69,7 @@ def keyed_push(keys, ids, n, key, tid):
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def keyed_pop(keys, ids, n):
     """Drop the top of a keyed heap of ``n`` entries; returns the new size."""
     n -= 1
@@ -80,7 +80,7 @@ def keyed_pop(keys, ids, n):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def keyed_heapify(keys, ids, n):
     """Order the first ``n`` entries into a keyed heap (Floyd, O(n))."""
     for i in range(n // 2 - 1, -1, -1):
@@ -92,7 +92,7 @@ def _id_above(score, a, b):
     return score[a] > score[b] or (score[a] == score[b] and a < b)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _indexed_sift_up(score, pool, pos, start, i):
     x = pool[start + i]
     while i > 0:
@@ -107,7 +107,7 @@ def _indexed_sift_up(score, pool, pos, start, i):
     pos[x] = start + i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _indexed_sift_down(score, pool, pos, start, n, i):
     x = pool[start + i]
     while True:
@@ -129,7 +129,7 @@ def _indexed_sift_down(score, pool, pos, start, n, i):
     pos[x] = start + i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def indexed_heapify(score, pool, pos, start, n):
     """Order ``pool[start:start + n]`` into an indexed heap and fill ``pos`` for its ids."""
     for i in range(n):
@@ -138,7 +138,7 @@ def indexed_heapify(score, pool, pos, start, n):
         _indexed_sift_down(score, pool, pos, start, n, i)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def indexed_update(score, pool, pos, start, n, tid):
     """Restore the heap after ``score[tid]`` changed (``tid`` is in it)."""
     i = pos[tid] - start
@@ -146,7 +146,7 @@ def indexed_update(score, pool, pos, start, n, tid):
     _indexed_sift_down(score, pool, pos, start, n, pos[tid] - start)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def indexed_remove(score, pool, pos, start, n, tid):
     """Take ``tid`` out of the heap of ``n`` ids; returns the new size."""
     i = pos[tid] - start

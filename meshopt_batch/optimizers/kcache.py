@@ -69,7 +69,7 @@ _MAX_FAN_SORT = 64
 _MAX_SIMULATED_FACES = 64
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sort_fans(tris, offsets, faces):
     """Reorder each vertex's face list into rotational (fan) order, in place.
 
@@ -147,7 +147,7 @@ def _cached(seq, w, oldest):
     return seq[np.uintp(w)] >= oldest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, indirect_min, order, out):
     """Write the K-Cache order into ``order`` (``(T,)``) and/or the reordered triangles into
     ``out`` (``(T, 3)``); an output given with zero rows is skipped.  ``adj`` holds the
@@ -350,7 +350,7 @@ def _kcache(tris, offsets, adj, k, w2, w3, sim_cap, indirect_min, order, out):
         # ---- 3. the focus is black now (live[focus] == 0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _retire(tris, f, adj, offsets, live, pos, stacks, stack_top, min_bucket):
     """Face ``f`` was emitted: drop it from the live list of each of its distinct vertices
     (order kept for fans that were sorted, swap-removal through ``pos`` for longer ones) and

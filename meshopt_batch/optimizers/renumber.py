@@ -65,7 +65,7 @@ def _check(triangles, vertex_count, slots, segment_size):
     return tri, V
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _intervals(flat, V, seg):
     """Live intervals: one record (vertex, first, last) per (vertex, segment) occurrence,
     in order of first position."""
@@ -91,7 +91,7 @@ def _intervals(flat, V, seg):
     return rec_v[:m], rec_a[:m], rec_b[:m]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _colour(flat, V, slots, seg, rec_v, rec_a, rec_b):
     m = rec_v.shape[0]
     nseg = (flat.shape[0] + seg - 1) // seg
@@ -235,7 +235,7 @@ def segment_lower_bound(triangles, segment_size: int = SEGMENT_SIZE) -> int:
 
 # -- segment-compact triangle order ----------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _heap_push(keys, vals, n, key, val):
     if n >= keys.shape[0]:
         nk = np.empty(keys.shape[0] * 2, np.int64)
@@ -256,7 +256,7 @@ def _heap_push(keys, vals, n, key, val):
     return keys, vals, n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _heap_pop(keys, vals, n):
     key, val = keys[0], vals[0]
     n -= 1
@@ -276,7 +276,7 @@ def _heap_pop(keys, vals, n):
     return key, val, n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow_segments(tris, V, per_segment, seed_rank, seed_order, voff, vfaces):
     """Greedy region growing: each run of ``per_segment`` triangles is grown from the first
     unused triangle of ``seed_order``, always taking the triangle that adds the fewest new

@@ -42,6 +42,9 @@ MAX_EFFORT = 100_000
 #: The default method as the help text names it (:data:`meshopt_batch.optimizers.DEFAULT_METHOD`;
 #: the parser is built without the core modules, a test keeps the two equal).
 DEFAULT_METHOD_NAME = "batch"
+#: The default ``--effort`` as the help text names it (:data:`meshopt_batch.optimizers.portable.tuning.
+#: WINDOW_WORK` in millions; a test keeps the two equal).
+DEFAULT_EFFORT = 20
 
 
 def add_parser(subparsers):
@@ -67,9 +70,9 @@ def add_parser(subparsers):
                    help="batch: emit only the queue's top triangle, as the paper's Algorithm 2 prints it "
                    "(no lookahead among two-vertex candidates, no small-component filling)")
     p.add_argument("--effort", type=float, default=None, metavar="M",
-                   help="batch for several profiles (portable): millions of triangles the window search may "
-                   "simulate (default 10: bunny's mean ratio to meshoptimizer's order 0.974 in about 8 s "
-                   "on a 2-core VM; less is faster, more helps until the search converges; 0 turns it off)")
+                   help="batch for several profiles (portable): the bound on the whole search for each index "
+                   f"buffer, in millions of triangles simulated (default {DEFAULT_EFFORT}; less is faster, more "
+                   "helps until the search converges; 0 keeps the best start without a search)")
     p.add_argument("--queue", choices=("fast", "fibheap"), default="fast",
                    help="batch: compiled bucket queue (default) or the fibheap package (slow reference)")
     p.add_argument("--overdraw", type=float, default=None, metavar="T",

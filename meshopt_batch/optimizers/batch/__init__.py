@@ -5,9 +5,8 @@
 * :mod:`.state`, :mod:`.queue`, :mod:`.fibheap_reference`, :mod:`.select`, :mod:`.fit`,
   :mod:`.steps`, :mod:`.topology`, :mod:`.layout`: the parts of the compiled loop;
 * :mod:`.boundary16`: the 16-bit boundary post-process (paper 001 sec. 4);
-* :mod:`.portable`: one order for a target of several profiles, refined by the local search of
-  :mod:`.window_search`, which :mod:`.window_judge` answers exactly near each window, from its
-  candidates and from the breadth-first layers of :mod:`.layers`.
+* :mod:`.aux`: the auxiliary memories that let one run of Algorithm 2 weigh other GPUs' reuse
+  (used by :mod:`meshopt_batch.optimizers.portable`, the order for a target of several profiles).
 
 References
 ----------

@@ -46,7 +46,7 @@ __all__ = ["fix_16bit_boundaries", "mixed_batches", "number_in_blocks"]
 BLOCK_SHIFT = 16
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fix(tris, vertex_count, starts, out, remap, limit):
     """Fix batch after batch; the new vertex count, or -1 as soon as it exceeds ``limit``."""
     t_count = tris.shape[0]
@@ -202,7 +202,7 @@ def mixed_batches(triangles, vertex_count: int | None = None, profile="nvidia_gl
     return int(np.count_nonzero(lo != hi))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _top_ids(base, block, modulus, top):
     """``top[q]``: the largest number of the block ``[base, base + block)`` that is ``q`` modulo
     ``modulus`` (where copies are numbered from, downwards)."""
@@ -211,7 +211,7 @@ def _top_ids(base, block, modulus, top):
         top[q] = last - ((last - q) % modulus)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _plan(tris, t, latest, free, base, block, modulus, top, shift, shifted, high, low, plan):
     """The numbers triangle ``t`` takes in the block at ``base`` (``plan[i]``: a new vertex's
     or a copy's number, -1 where the corner keeps its number or repeats one before it):
@@ -244,7 +244,7 @@ def _plan(tris, t, latest, free, base, block, modulus, top, shift, shifted, high
     return fits, shift, shifted, high, low
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _number_in_blocks(tris, vertex_count, free, block, modulus, out, remap):
     """First-use numbering block after block (see :func:`number_in_blocks`): ``(the new vertex
     count, remap)``.  ``remap`` comes filled with -1 (numbers nothing references stay so) and

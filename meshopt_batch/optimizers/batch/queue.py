@@ -111,7 +111,7 @@ def _bq_push_front(head, bits, F, base, f):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _bq_regrow(head, base, lo, hi):
     """A bigger bucket array covering priorities ``lo..hi`` and the current range."""
     old_lo = base
@@ -192,7 +192,7 @@ def _drive(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff,
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_fast(tris, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff, vfaces, nbr,
              opp, xoff, xadj, rs, vstate, bf, flist, bfsq, bstarts, gmark, gval, rspos, comp, cinfo, cls_off,
              cls_comps, cls_ptr, order, rots, touched, cand, dlist, ring, aux):

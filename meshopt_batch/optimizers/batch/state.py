@@ -67,7 +67,7 @@ __all__ = ["BatchState", "HEAVY_VALENCE"]
 HEAVY_VALENCE = 1024
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _initial_priorities(tris, voff, kv, heavy, F, comp, small, small_shift):
     """Eq. 1 before the first triangle: ``k_v`` times the sum of each face's (light) vertex
     valences, a vertex repeated in a degenerate face counted once; ``small_shift`` added to
@@ -92,7 +92,7 @@ def _initial_priorities(tris, voff, kv, heavy, F, comp, small, small_shift):
         F[t, F_PRIO] = p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ordered(tris, order, rots, out):
     """The triangles in emission order, each with its chosen rotation."""
     for k in range(order.shape[0]):
@@ -102,14 +102,14 @@ def _ordered(tris, order, rots, out):
             out[k, i] = tris[t, (i + r) % 3]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _select_step(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab, voff,
                  vfaces, vstate, gmark, gval, cinfo, cls_off, cls_comps, cls_ptr, cand):
     return select_triangle(tris, t, P, ST, F, scalars, pv, table, snap_sc, snap_pv, snap_tab,
                            voff, vfaces, vstate, gmark, gval, cinfo, cls_off, cls_comps, cls_ptr, cand)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate, bf,
                flist, bfsq, rspos, comp, cinfo, order, rots, touched, cand, dlist, ring, aux, out_f, out_d):
     emit_triangle(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, opp, xoff, xadj, rs, vstate,
@@ -119,7 +119,7 @@ def _emit_step(tris, t, rot, P, ST, F, scalars, pv, table, voff, vfaces, nbr, op
     return take_changes(F, ST, touched, out_f, out_d)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _close_step(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,
                 touched, cand, dlist, out_f, out_d):
     close_batch(tris, P, ST, F, scalars, voff, vfaces, nbr, xoff, xadj, rs, vstate, bf, bstarts, rspos,

@@ -36,7 +36,7 @@ from numba import njit
 __all__ = ["corner_others", "dual_graph", "find_components"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def corner_others(tris, voff):
     """``(entries, 2)`` int32, aligned with the vertex -> face lists: for the entry of face
     ``f`` in vertex ``v``'s list, the vertices after ``v`` in ``f`` (cyclically).
@@ -72,7 +72,7 @@ def _light_edge(voff, a, b, heavy):
     return a != b and (voff[a + 1] - voff[a] <= heavy or voff[b + 1] - voff[b] <= heavy)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _listed_before(tris, t, e, x, o1, o2, voff, heavy):
     """Does the face with vertices ``{x, o1, o2}`` hold both ends of an earlier (listed) edge
     of ``t`` than ``e``?"""
@@ -85,7 +85,7 @@ def _listed_before(tris, t, e, x, o1, o2, voff, heavy):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow(arr, n):
     """``arr`` with room for at least ``n`` entries (doubling)."""
     if n <= arr.shape[0]:
@@ -95,7 +95,7 @@ def _grow(arr, n):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dual_graph(tris, voff, vfaces, others, heavy):
     """Faces sharing an edge with at least one light endpoint (see the module docstring for
     the order), as ``(nbr, opp, xoff, xadj)``.
@@ -191,7 +191,7 @@ def _union(parent, size, a, b):
         size[ra] += size[rb]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def find_components(tris, voff, cap_u, cap_s):
     """Connected components over shared vertices: face -> component (int32), per component
     ``(vertices, triangles, first face, touched)`` (int32, numbered by first face), and the

@@ -12,9 +12,9 @@ layers in turn, and each layer's triangles along it.
 On a surface of rows (a grid, a sphere's rings from its pole, a strap) this gives back rows:
 every layer is reused once, by the next, which Intel's FIFO of 128 vertices serves perfectly
 where a layer is shorter than it.  It is not an order to ship, but a start for the window
-search of :mod:`.portable`, which folds rows into patches for the batch rules while the FIFO
+search of :mod:`.search`, which folds rows into patches for the batch rules while the FIFO
 still finds what it needs; on a scan the layers are long fronts and the start is useless
-(:mod:`.portable` tries it only where it beats meshoptimizer's order on some profile).
+(:mod:`.starts` tries it only where it beats meshoptimizer's order on some profile).
 
 References
 ----------
@@ -36,7 +36,7 @@ from ...topology import vertex_faces
 __all__ = ["order_by_layers"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sweep(seed, tris, offsets, faces, depth, queue):
     """Breadth-first search from ``seed`` (``depth``: -1 for every vertex not yet reached);
     fills ``queue`` with the reached vertices in the order reached, returns how many."""
@@ -57,13 +57,13 @@ def _sweep(seed, tris, offsets, faces, depth, queue):
     return tail
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _forget(depth, queue, count):
     for k in range(count):
         depth[queue[k]] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _layers(tris, offsets, faces, vertex_count):
     """Every used vertex's layer (components' layers numbered on from the last component's)
     and its rank along the layer as a fraction in (0, 1); -1 and 0 for unused vertices."""
