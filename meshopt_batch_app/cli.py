@@ -38,7 +38,7 @@ import warnings
 
 from meshopt_batch.errors import MeshoptBatchError
 
-SUBCOMMANDS = ("analyze", "compare", "optimize", "meshlets", "probe", "simulate", "report")
+SUBCOMMANDS = ("analyze", "compare", "optimize", "meshlets", "probe", "simulate", "report", "check")
 #: Exit status when the reader of stdout went away: 128 + SIGPIPE, what a shell reports for a
 #: process that signal ended.
 BROKEN_PIPE = 141

@@ -11,8 +11,10 @@ Fields of an object (:data:`STATUSES` for ``status``): ``path`` (relative to DIR
 ``output_references`` (the external files next to a ``.gltf`` output), ``key`` (the content
 cache's, :mod:`.fingerprint`), ``invocations`` (profile -> ``before``/``after``),
 ``triangles``, ``vertices_before``, ``vertices_after``, ``bytes_in``, ``bytes_out``,
-``warnings``, ``copied_from`` (an equal-keyed file whose output was copied) and ``seconds``
-(wall time of the file's step; the only field that differs between two equal runs).
+``warnings``, ``copied_from`` (an equal-keyed file whose output was copied), ``primitives``
+(one object per draw, :func:`primitive_fields`) and ``seconds`` (wall time of the file's step;
+the only field that differs between two equal runs).  An entry without ``primitives`` (written
+before the field existed) is still valid.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 from meshopt_batch.files import atomic_write
 
-__all__ = ["MANIFEST_NAME", "STATUSES", "ManifestWriter", "dumps", "read_manifest", "valid_entry", "write_manifest"]
+__all__ = ["MANIFEST_NAME", "STATUSES", "ManifestWriter", "dumps", "primitive_fields", "read_manifest", "valid_entry",
+           "write_manifest"]
 
 MANIFEST_NAME = "manifest.jsonl"
 STATUSES = ("ok", "cached", "failed", "passed-through")
@@ -57,10 +60,32 @@ def _hashes(value) -> bool:
         for uri, sha in value.items())
 
 
+def primitive_fields(records: list[dict]) -> list[dict]:
+    """The ``primitives`` field from an :class:`~meshopt_batch.asset.AssetReport`'s per-draw
+    records, in their order: ``mesh`` and ``primitive`` (glTF indices; 0 for other formats),
+    ``name``, ``triangles`` and ``invocations`` (profile, as judged, -> ``before``/``after``)."""
+    return [{"mesh": int(r.get("mesh", 0)), "primitive": int(r.get("primitive", 0)), "name": str(r.get("name") or ""),
+             "triangles": int(r.get("triangles", 0)),
+             "invocations": {name: {"before": int(pair["before"]), "after": int(pair["after"])}
+                             for name, pair in (r.get("profiles") or {}).items()}} for r in records]
+
+
+def _pairs(value) -> bool:
+    """Profile -> integer ``before`` and ``after``."""
+    return isinstance(value, dict) and all(
+        isinstance(pair, dict) and _count(pair.get("before")) and _count(pair.get("after")) for pair in value.values())
+
+
+def _primitives(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(p, dict) and _count(p.get("mesh")) and _count(p.get("primitive")) and _count(p.get("triangles"))
+        and isinstance(p.get("name", ""), str) and _pairs(p.get("invocations")) for p in value)
+
+
 def valid_entry(entry) -> bool:
     """Whether a manifest object has the fields a run and the report read, each of its type:
     paths relative and inside their folder, hashes as SHA-256, counts non-negative integers,
-    ``invocations`` profile -> integer ``before`` and ``after``."""
+    ``invocations`` (and each of ``primitives``') profile -> integer ``before`` and ``after``."""
     if not (isinstance(entry, dict) and _relative(entry.get("path")) and entry.get("status") in STATUSES):
         return False
     if "output" in entry and not _relative(entry["output"]):
@@ -72,10 +97,7 @@ def valid_entry(entry) -> bool:
         return False
     if any(key in entry and not _count(entry[key]) for key in _COUNTS):
         return False
-    invocations = entry.get("invocations", {})
-    if not (isinstance(invocations, dict) and all(
-            isinstance(pair, dict) and _count(pair.get("before")) and _count(pair.get("after"))
-            for pair in invocations.values())):
+    if not _pairs(entry.get("invocations", {})) or not _primitives(entry.get("primitives", [])):
         return False
     warnings = entry.get("warnings", [])
     return (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)

@@ -58,7 +58,7 @@ __all__ = ["RUN_MARKER", "LibraryResult", "LibrarySettings", "optimize_library",
 RUN_MARKER = ".meshopt-batch-run"
 HASH_THREADS = 4
 _RESULT_FIELDS = ("invocations", "triangles", "vertices_before", "vertices_after", "output_sha256",
-                  "output_references", "bytes_out", "warnings")
+                  "output_references", "bytes_out", "warnings", "primitives")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from meshopt_batch.asset import AssetOptions, optimize_file
 from meshopt_batch.errors import MeshoptBatchError
 
 from .fingerprint import document_of, external_uris, reference_hashes, sha256_file
+from .manifest import primitive_fields
 
 __all__ = ["Task", "die_with_parent", "one_line", "optimize_one", "output_fields"]
 
@@ -66,7 +67,7 @@ def _report_fields(report) -> dict:
                                                        "after": report.after_16bit["invocations"]}
     return {"status": "ok" if report.triangles else "passed-through", "invocations": invocations,
             "triangles": report.triangles, "vertices_before": report.vertices_before,
-            "vertices_after": report.vertices_after}
+            "vertices_after": report.vertices_after, "primitives": primitive_fields(report.primitives)}
 
 
 def optimize_one(task: Task) -> dict:
