@@ -7,13 +7,14 @@ The steps, for one index buffer:
    beats them all, the breadth-first layers where they beat the reference somewhere, and past
    2^16 vertices the same numbered in 2^16 blocks.  Each is numbered by first use and predicted
    once on every profile (:mod:`.candidates`).
-2. **Screening**: a short window search (:mod:`.search`: one round of the first move) from the
-   order the objective chooses (:mod:`.objective`), from the candidate nearest to being within
-   the reference's figures where the reference is chosen, and from the layers; the starts are
-   independent, so they run on the machine's cores at once, and the result is the same on any
-   number of cores.
-3. **Search**: from the best screened order, every move in turn, in rounds until no window
-   change is kept or the work bound is spent.
+2. **Screening**: a short window search (:mod:`.search`: one round of the first move over the
+   window lengths of :data:`~.tuning.SCREEN_WINDOWS`) from the order the objective chooses
+   (:mod:`.objective`), from the candidate nearest to being within the reference's figures where
+   the reference is chosen, and from the layers; the starts are independent, so they run on the
+   machine's cores at once, and the result is the same on any number of cores.
+3. **Search**: from the screened order with the lowest objective, the moves of
+   :data:`~.tuning.MOVES` in turns, each in rounds, until none keeps a change or the work bound
+   is spent.
 4. **Choice**: the objective's choice among every order made (:func:`.objective.choose`).
 
 Up to 2^16 vertices and :data:`~.tuning.LARGE` triangles; ``window_work`` bounds the whole of
@@ -41,7 +42,7 @@ from ...targets import Target
 from ..result import OptimizeResult
 from .candidates import REFERENCE, Pool
 from .moves import FROM_FIRST
-from .objective import caps
+from .objective import caps, objective
 from .search import WindowSearch
 from .starts import add_alone, add_in_blocks, add_layers, add_starts
 from .tuning import (
@@ -53,6 +54,7 @@ from .tuning import (
     MAX_TURNS,
     MOVES,
     SCREEN_SHARE,
+    SCREEN_WINDOWS,
     THRESHOLD,
     WINDOW_WORK,
     WINDOWS,
@@ -90,28 +92,24 @@ def _refine(pool: Pool, tris: np.ndarray, work: int) -> list[dict]:
 
     def screen(start):
         search = _search(pool, tris, start)
-        search.run((FROM_FIRST,), rounds=1, turns=1, work=share)
+        search.run((FROM_FIRST,), rounds=1, turns=1, work=share, lengths={FROM_FIRST: SCREEN_WINDOWS})
         return search
 
     searches = in_parallel(screen, starts)
     log = []
-    names = {}
     for start, search in zip(starts, searches, strict=True):
-        name = start or "input"
-        log.append({"start": name, "stage": "screen", "work": search.work, "trials": search.trials,
+        log.append({"start": start or "input", "stage": "screen", "work": search.work, "trials": search.trials,
                     "kept": search.kept})
         if search.kept:
-            names[pool.add(f"{name} + screen", search.order).name] = search
-    best = pool.choose()
-    search = names.get(best) or searches[starts.index(best) if best in starts else 0]
-    name = (best if best in names or best in starts else starts[0]) or "input"
-    spent = sum(s.work for s in searches) - search.work
-    before = (search.work, search.trials, search.kept)
-    search.run(MOVES, rounds=MAX_ROUNDS, turns=MAX_TURNS, work=search.work + max(work - spent - search.work, 0))
-    log.append({"start": name, "stage": "search", "work": search.work - before[0], "trials": search.trials - before[1],
-                "kept": search.kept - before[2]})
-    if search.kept > before[2]:
-        pool.add(f"{name.removesuffix(' + screen')} + search", search.order)
+            pool.add(f"{start or 'input'} + screen", search.order)
+    best = min(range(len(starts)), key=lambda k: objective(searches[k].invocations, pool.reference.invocations))
+    search, done = searches[best], searches[best].work
+    before = (search.trials, search.kept)
+    search.run(MOVES, rounds=MAX_ROUNDS, turns=MAX_TURNS, work=done + max(work - sum(s.work for s in searches), 0))
+    log.append({"start": starts[best] or "input", "stage": "search", "work": search.work - done,
+                "trials": search.trials - before[0], "kept": search.kept - before[1]})
+    if search.kept > before[1]:
+        pool.add(f"{starts[best] or 'input'} + search", search.order)
     return log
 
 

@@ -51,7 +51,7 @@ _BLOCK = 32
 
 
 @njit(cache=True, nogil=True)
-def _rounds(state, move, windows, rounds, work, spent, reference, caps, worst_weight, buffers, kcache_size, out,
+def _rounds(state, move, windows, used, rounds, work, spent, reference, caps, worst_weight, buffers, kcache_size, out,
             margin, tried, changed, version, rank, scale, threshold):
     """One move's rounds (see the module docstring) from ``spent`` work done: ``(changes kept,
     work done in all, trials)``.  ``tried[slot]`` is the ``version`` (changes kept in the whole
@@ -66,6 +66,8 @@ def _rounds(state, move, windows, rounds, work, spent, reference, caps, worst_we
     for _ in range(rounds):
         kept_before = kept
         for k in range(windows.shape[0]):
+            if not used[k]:
+                continue
             width = windows[k]
             for o in range(2):
                 slot = tried[2 * k + o]
@@ -190,10 +192,11 @@ class WindowSearch:
     def invocations(self) -> np.ndarray:
         return self._state.totals
 
-    def run(self, moves, *, rounds: int, turns: int, work: int) -> int:
+    def run(self, moves, *, rounds: int, turns: int, work: int, lengths: dict | None = None) -> int:
         """Let ``moves`` take turns (at most ``turns``; a turn that keeps nothing ends it), each
         in at most ``rounds`` rounds, until the search's work reaches ``work`` in all; windows
-        a move tried before are tried again only near what changed since.  Returns the changes
+        a move tried before are tried again only near what changed since.  ``lengths`` maps a
+        move to the window lengths it uses (default: all of the search's).  Returns the changes
         kept."""
         kept = 0
         for _ in range(turns):
@@ -202,8 +205,11 @@ class WindowSearch:
                 if self.work >= work or self.ended:
                     return kept
                 before = self._state.order.copy() if self._refuse is not None else None
+                used = np.ones(self._widths.shape[0], np.bool_)
+                if lengths is not None and move in lengths:
+                    used = np.isin(self._widths, np.asarray(lengths[move], np.int64))
                 changes, self.work, tried = _rounds(
-                    self._state, move, self._widths, rounds, work, self.work, self._reference, self._caps,
+                    self._state, move, self._widths, used, rounds, work, self.work, self._reference, self._caps,
                     self._worst_weight, self._buffers, self._kcache_size, self._out, self._margin, self._tried[move],
                     self._changed, self._version, self._rank, self._scale, self._threshold)
                 self.trials += tried
