@@ -82,8 +82,8 @@ def write_dir() -> Path | None:
     if os.environ.get("NUMBA_CACHE_DIR"):
         candidates = [Path(os.environ["NUMBA_CACHE_DIR"]) / "meshopt-batch" / key]
     else:
-        user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        candidates = [SHIPPED_DIR, user / "meshopt-batch" / "kernels" / key]
+        user = Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
+        candidates = [SHIPPED_DIR] + ([user / "meshopt-batch" / "kernels" / key] if user.is_absolute() else [])
     return next((c for c in candidates if _writable(c)), None)
 
 
