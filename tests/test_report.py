@@ -45,15 +45,17 @@ def expected_figures() -> list[str]:
 
 @pytest.fixture(scope="module")
 def smoke_report(tmp_path_factory):
-    """The report at the test scope: every section and figure kind, smallest inputs."""
+    """The report at the test scope: every section and figure kind, smallest inputs (with
+    ``--json``, which shows no progress on stderr)."""
     out = tmp_path_factory.mktemp("report")
     import io
-    from contextlib import redirect_stdout
+    from contextlib import redirect_stderr, redirect_stdout
 
-    buf = io.StringIO()
-    with redirect_stdout(buf):
-        rc = main(["report", "--scope", "smoke", "--out", str(out), "--json", "--no-progress"])
+    buf, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(err):
+        rc = main(["report", "--scope", "smoke", "--out", str(out), "--json"])
     assert rc == 0
+    assert "report [" not in err.getvalue() and "\r" not in err.getvalue(), err.getvalue()
     return out, json.loads(buf.getvalue())
 
 

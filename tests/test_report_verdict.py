@@ -140,10 +140,11 @@ def test_verdict_reads_the_real_asset_ratio(shipped):
     assert rows["assets vs gltfpack"].iloc[-1] == totals["ours / gltfpack, same weld"][:-1].max()
 
 
-def test_stages_in_a_second_process_give_the_same_answers(tmp_path, monkeypatch):
-    """On two cores the shipped table, the assets and the real-GPU files run in a second process
-    beside compare: the same answers as in this one."""
-    from meshopt_batch_app.report import background
+def test_stages_on_worker_processes_give_the_same_answers(tmp_path, monkeypatch):
+    """On two cores the shipped table, the assets and the real-GPU files run on worker
+    processes beside compare: the same answers as in this one, and each job says when it
+    starts."""
+    from meshopt_batch_app.report import workers
     from meshopt_batch_app.report.scope import MeshInput
     from meshopt_batch_app.report.shipped_section import run_shipped
 
@@ -153,19 +154,27 @@ def test_stages_in_a_second_process_give_the_same_answers(tmp_path, monkeypatch)
         inputs.append(MeshInput(mesh.name, mesh, tmp_path / f"{mesh.name}.ply"))
     scope = SimpleNamespace(shipped_max_triangles=None, block_rule_stride=None)
     groups = read_results(RESULTS)
-    monkeypatch.setattr(background, "default_workers", lambda: 2)
-    with background.Background() as second:
-        assert second.active
-        handles = (second.submit(run_shipped, inputs, scope), second.submit(run_real_gpus, groups, scope))
-        there, there_real = (second.result(h) for h in handles)
+    monkeypatch.setattr(workers, "default_workers", lambda: 2)
+    seen = []
+    with workers.Workers(on_start=seen.append) as pool:
+        assert pool.active and pool.workers == 2
+        handles = (pool.submit("shipped", run_shipped, inputs, scope),
+                   pool.submit("real GPUs", run_real_gpus, groups, scope))
+        there, there_real = (pool.result(h) for h in handles)
+    assert sorted(seen) == ["real GPUs", "shipped"] and set(pool.started) == set(seen)
     here, here_real = run_shipped(inputs, scope), run_real_gpus(groups, scope)
     pd.testing.assert_frame_equal(here["result"].table(), there["result"].table())
     assert [m.name for m in there["meshes"]] == [m.name for m in inputs] and not there["left_out"]
     for a, b in zip(here_real["groups"], there_real["groups"], strict=True):
         pd.testing.assert_frame_equal(a["exact"], b["exact"])
-    with background.Background(enabled=False) as inline:
-        assert not inline.active
-        assert inline.result(inline.submit(run_real_gpus, groups, scope))["stride"] is None
+    ended = []
+    with workers.Workers(enabled=False, on_start=seen.append) as inline:
+        assert not inline.active and inline.workers == 1
+        handle = inline.submit("real GPUs/again", run_real_gpus, groups, scope)
+        inline.when_done(handle, lambda: ended.append(seen[-1]))
+        assert not ended and seen[-1] != "real GPUs/again"         # kept until asked for
+        assert inline.result(handle)["stride"] is None
+    assert ended == ["real GPUs/again"]
 
 
 def test_shipped_table_marks_the_best_of_each_column(shipped):

@@ -9,6 +9,7 @@ import sys
 from meshopt_batch.files import output_folder
 
 from ..options import deprecated_alias, split_values
+from ..progress import wanted
 
 
 def add_parser(subparsers):
@@ -42,7 +43,9 @@ def add_parser(subparsers):
                    "../shared/gltf when present; the quick scope takes a few small ones)")
     p.add_argument("--results", metavar="DIR",
                    help="measured GPU results for the real-GPU section (default: the repository's results/)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress on stderr (shown only when stdout and stderr are terminals: a line as each "
+                   "stage starts and ends, a bar of the jobs done with the stages running and the elapsed time)")
     p.add_argument("--json", action="store_true", help="print one JSON object (paths and timings)")
     p.add_argument("--library", metavar="OUTDIR",
                    help="instead: summarise the manifest of 'optimize DIR -o OUTDIR' (invocations saved per "
@@ -69,7 +72,7 @@ def run(args) -> int:
     for s in scenes or []:
         load_scene(s)                    # a bad scene fails before anything runs
     output_folder(args.out, "--out", create=False)     # and a folder it could not write
-    out = build_report(args.out, scope, progress=False if args.no_progress else None)
+    out = build_report(args.out, scope, progress=wanted(args))
     summary = {"html": str(out["html"]), "markdown": str(out["markdown"]),
                "figures": [str(p) for p in out["figures"]], "data": [str(p) for p in out["data"]],
                "scope": scope.name,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import platform
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
 from meshopt_batch.files import atomic_write
 
+from ..progress import wanted
 from . import (
     anchors,
     assets_section,
@@ -29,21 +31,36 @@ from . import (
     simulate_section,
     verdict_section,
 )
-from .background import Background
 from .document import Section, Table, write_report
+from .progress import ReportProgress, stage_of
 from .results_files import default_results_dir, read_results
-from .scope import Scope, collect_meshes, make_workdir, progress_bar
+from .scope import Scope, collect_meshes, make_workdir
 from .shipped_section import run_shipped
+from .workers import Workers
 
 SECTION_ANCHORS = ("verdict", "compare", "assets", "real-gpus", "probe", "simulate", "glcheck", "anchors",
                    "meshlets", "overview")
 
 
+#: Stages this process runs, in order, around the jobs of the workers.
+MAIN_STAGES = ("results files", "meshes", "compare", "meshlets", "probe", "figures", "simulate figures", "write")
+#: Stages of one job each on the workers (the simulate matrix adds one job per cell).
+WORKER_STAGES = ("shipped", "assets", "real GPUs")
+
+
 def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None) -> dict:
     """Run every stage for ``scope`` and write the report into ``out_dir``.
 
-    Returns ``{"html", "markdown", "figures", "data", "seconds", "stages"}``; nothing is written
-    before every stage has finished.
+    The comparison, the meshlets and the probe run here while workers, one per core, run the
+    shipped-order table, the real assets, the real-GPU files and the simulate matrix's cells
+    (:mod:`~meshopt_batch_app.report.workers`).  ``progress``: show the stages on stderr
+    (:mod:`~meshopt_batch_app.report.progress`; ``None``: when stdout and stderr are
+    terminals).
+
+    Returns ``{"html", "markdown", "figures", "data", "seconds", "stages", "jobs"}``:
+    ``stages`` is each stage's wall time, from its first job's start to its last job's end
+    (stages on the workers overlap this process's), ``jobs`` each worker stage's jobs' times
+    added up; nothing is written before every stage has finished.
 
     Raises
     ------
@@ -51,92 +68,146 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
         A results file cannot be read (before anything runs).
     """
     t_start = time.perf_counter()
-
-    def bar(total, desc):
-        return progress_bar(total, desc, progress)
-
+    if progress is None:
+        progress = wanted(None)
+    sim_jobs, schedule, sim_meta = simulate_section.simulation_jobs(scope)
+    counts = {name: 1 for name in MAIN_STAGES[:5] + WORKER_STAGES}
+    counts["simulate"] = len(sim_jobs)
+    counts.update({name: 1 for name in MAIN_STAGES[5:]})
     stages: dict[str, float] = {}
-    results_dir = Path(scope.results_dir) if scope.results_dir else default_results_dir()
-    t0 = time.perf_counter()
-    gpu_results = read_results(results_dir) if results_dir.is_dir() else []
-    stages["results files"] = time.perf_counter() - t0
-    outer = bar(8, "report")
-    with make_workdir() as tmp:
-        work = Path(tmp)
+    with ReportProgress(counts, bool(progress)) as show:
+        timer = _Timer(show)
+        with timer.stage("results files"):
+            results_dir = Path(scope.results_dir) if scope.results_dir else default_results_dir()
+            gpu_results = read_results(results_dir) if results_dir.is_dir() else []
+        with make_workdir() as tmp:
+            work = Path(tmp)
+            with timer.stage("meshes"):
+                meshes, mesh_notes = collect_meshes(scope, work)
+                for m in meshes:
+                    if m.procedural:
+                        m.shown = str(Path(out_dir) / "meshes" / m.path.name)
 
-        def stage(name):
-            outer.set_postfix_str(name)
+            with Workers(workers=scope.workers, on_start=show.started) as pool:
+                later = {"shipped": pool.submit("shipped", run_shipped, meshes, scope, progress=show.counter),
+                         "assets": pool.submit("assets", assets_section.run_assets, scope, work / "assets",
+                                               progress=show.counter),
+                         "real GPUs": pool.submit("real GPUs", real_gpu_section.run_real_gpus, gpu_results, scope)}
+                cells = {i: pool.submit(simulate_section.job_label(sim_jobs[i]), simulate_section.run_job,
+                                        sim_jobs[i]) for i in schedule}
+                for label, handle in [*later.items(),
+                                      *((simulate_section.job_label(sim_jobs[i]), h) for i, h in cells.items())]:
+                    pool.when_done(handle, timer.ended_job(label))
 
-        stage("meshes")
-        t0 = time.perf_counter()
-        meshes, mesh_notes = collect_meshes(scope, work)
-        for m in meshes:
-            if m.procedural:
-                m.shown = str(Path(out_dir) / "meshes" / m.path.name)
-        stages["meshes"] = time.perf_counter() - t0
-        outer.update(1)
+                with timer.stage("compare"):
+                    cmp_data = compare_section.run_compare(meshes, scope, progress=show.counter)
+                with timer.stage("meshlets"):
+                    meshlet_data = meshlet_section.run_meshlets(meshes, progress=show.counter)
+                with timer.stage("probe"):
+                    probe_data = probe_section.run_probe(meshes, scope, work, progress=show.counter)
 
-        stage("compare")
-        with Background() as second:
-            later = {"shipped": second.submit(run_shipped, meshes, scope, progress=bar),
-                     "assets": second.submit(assets_section.run_assets, scope, work / "assets", progress=bar),
-                     "real GPUs": second.submit(real_gpu_section.run_real_gpus, gpu_results, scope)}
-            cmp_data = compare_section.run_compare(meshes, scope, progress=bar)
-            stages["compare"] = cmp_data["seconds"]
-            meshlet_data = meshlet_section.run_meshlets(meshes, progress=bar)
-            stages["meshlets"] = meshlet_data["seconds"]
-            outer.update(1)
+                shipped, asset_data, real_data = (pool.result(later[k]) for k in WORKER_STAGES)
+                # while the workers run the matrix: every section but the matrix's, figures drawn
+                with timer.stage("figures"):
+                    real_data = real_gpu_section.with_this_machine(real_data, probe_data)
+                    sec_cmp, cmp_df = compare_section.compare_section(cmp_data, meshes, shipped)
+                    sec_assets = assets_section.assets_section(asset_data)
+                    sec_real = real_gpu_section.real_gpu_section(real_data, results_dir)
+                    sec_probe = probe_section.probe_section(probe_data, meshes)
+                    sec_meshlets = meshlet_section.meshlet_section(meshlet_data, meshes)
+                    sec_verdict = _verdict(shipped, asset_data, real_data)
+                    for sec in (sec_verdict, sec_cmp, sec_assets, sec_real, sec_probe, sec_meshlets):
+                        _draw(sec)
+                answers = [None] * len(sim_jobs)
+                for i in schedule:
+                    answers[i] = pool.result(cells[i])
+                workers = pool.workers
+            started = dict(pool.started)         # complete once the pool is closed
+            where = f" ({workers} workers)" if workers > 1 else ""
+            for name in WORKER_STAGES + ("simulate",):
+                stages[name + where] = timer.span(name, started)
+            sim_data = simulate_section.collect_simulations(sim_jobs, answers, sim_meta, scope, workers,
+                                                            timer.span("simulate", started))
 
-            stage("probe")
-            probe_data = probe_section.run_probe(meshes, scope, work, progress=bar)
-            stages["probe"] = probe_data["seconds"]
-            outer.update(1)
+            with timer.stage("simulate figures"):
+                sec_sim, matrix = simulate_section.simulate_section(sim_data, scope)
+                sec_gl = glcheck_section.glcheck_section(sim_data, scope)
+                tables = _data_tables(cmp_data, matrix, sim_data, shipped, asset_data)
+                sec_anchor = anchors.anchors_section(cmp_df, matrix, tables.get("frames.csv"), scope.orders[0])
+            stages.update((k, v) for k, v in timer.seconds.items() if k not in ("write",))
+            stages = _ordered(stages, where)
 
-            stage("shipped, assets, real GPUs")
-            where = " (second process)" if second.active else ""
-            shipped, asset_data, real_data = (second.result(later[k]) for k in ("shipped", "assets", "real GPUs"))
-            for name, data in zip(later, (shipped, asset_data, real_data), strict=True):
-                stages[name + where] = data["seconds"]
-            real_data = real_gpu_section.with_this_machine(real_data, probe_data)
-            outer.update(3)
-
-        stage("simulate")
-        sim_data = simulate_section.run_simulations(scope, progress=bar)
-        stages["simulate"] = sim_data["seconds"]
-        outer.update(1)
-
-        stage("figures")
-        t0 = time.perf_counter()
-        sec_cmp, cmp_df = compare_section.compare_section(cmp_data, meshes, shipped)
-        sec_assets = assets_section.assets_section(asset_data)
-        sec_real = real_gpu_section.real_gpu_section(real_data, results_dir)
-        sec_probe = probe_section.probe_section(probe_data, meshes)
-        sec_sim, matrix = simulate_section.simulate_section(sim_data, scope)
-        sec_gl = glcheck_section.glcheck_section(sim_data, scope)
-        tables = _data_tables(cmp_data, matrix, sim_data, shipped, asset_data)
-        sec_anchor = anchors.anchors_section(cmp_df, matrix, tables.get("frames.csv"), scope.orders[0])
-        sec_verdict = _verdict(shipped, asset_data, real_data)
-        stages["figures"] = time.perf_counter() - t0
-        outer.update(1)
-        outer.close()
-
-        overview = _overview(scope, meshes, mesh_notes, probe_data, stages,
-                             time.perf_counter() - t_start, list(tables), out_dir,
-                             _coverage(shipped, asset_data, results_dir, gpu_results))
-        sections = [sec_verdict, sec_cmp, sec_assets, sec_real, sec_probe, sec_sim, sec_gl, sec_anchor,
-                    meshlet_section.meshlet_section(meshlet_data, meshes), overview]
-        written = write_report(sections, out_dir, "meshopt-batch report", _preamble())
-        for name, frame in tables.items():
-            atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
-        written["data"] = [Path(out_dir) / name for name in tables]
-        mesh_dir = Path(out_dir) / "meshes"
-        mesh_dir.mkdir(exist_ok=True)
-        for m in meshes:
-            if m.procedural:
-                atomic_write(mesh_dir / m.path.name, m.path.read_bytes())
+            with timer.stage("write"):
+                overview = _overview(scope, meshes, mesh_notes, probe_data, stages,
+                                     time.perf_counter() - t_start, list(tables), out_dir,
+                                     _coverage(shipped, asset_data, results_dir, gpu_results))
+                sections = [sec_verdict, sec_cmp, sec_assets, sec_real, sec_probe, sec_sim, sec_gl, sec_anchor,
+                            sec_meshlets, overview]
+                written = write_report(sections, out_dir, "meshopt-batch report", _preamble())
+                for name, frame in tables.items():
+                    atomic_write(Path(out_dir) / name, frame.to_csv(index=False).encode())
+                written["data"] = [Path(out_dir) / name for name in tables]
+                mesh_dir = Path(out_dir) / "meshes"
+                mesh_dir.mkdir(exist_ok=True)
+                for m in meshes:
+                    if m.procedural:
+                        atomic_write(mesh_dir / m.path.name, m.path.read_bytes())
+    stages["write"] = timer.seconds["write"]
     written["seconds"] = time.perf_counter() - t_start
     written["stages"] = stages
+    written["jobs"] = {name: sum(timer.job_seconds(name, started)) for name in WORKER_STAGES + ("simulate",)}
+    written["workers"] = workers
     return written
+
+
+class _Timer:
+    """Each stage's wall time: this process's stages as they run, the workers' jobs from their
+    start (the workers' notices) to their end (the futures' callbacks)."""
+
+    def __init__(self, show: ReportProgress):
+        self.show = show
+        self.seconds: dict[str, float] = {}
+        self.ends: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str):
+        self.show.started(name)
+        t0 = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - t0
+        self.show.finished(name)
+
+    def ended_job(self, label: str):
+        def ended():
+            self.ends[label] = time.monotonic()
+            self.show.finished(label)
+        return ended
+
+    def span(self, stage: str, started: dict[str, float]) -> float:
+        """From the stage's first job's start to its last job's end."""
+        labels = [k for k in self.ends if stage_of(k) == stage and k in started]
+        if not labels:
+            return 0.0
+        return max(self.ends[k] for k in labels) - min(started[k] for k in labels)
+
+    def job_seconds(self, stage: str, started: dict[str, float]) -> list[float]:
+        return [self.ends[k] - started[k] for k in self.ends if stage_of(k) == stage and k in started]
+
+
+def _draw(section: Section) -> None:
+    """Encode the section's figures now (they are kept as PNG for the writer)."""
+    for fig in section.figures:
+        fig.png_bytes()
+    for sub in section.subsections:
+        _draw(sub)
+
+
+def _ordered(stages: dict, where: str) -> dict:
+    """Stages in the order they start: this process's first three, the workers', the rest."""
+    first = [k for k in ("results files", "meshes", "compare", "meshlets", "probe") if k in stages]
+    workers = [k + where for k in WORKER_STAGES + ("simulate",) if k + where in stages]
+    rest = [k for k in stages if k not in first and k not in workers]
+    return {k: stages[k] for k in first + workers + rest}
 
 
 def _verdict(shipped, asset_data, real_data) -> Section:

@@ -7,12 +7,9 @@ print the command line that reproduces its figures.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 import meshes as procedural
 from meshes import MESH_SUFFIXES
@@ -48,8 +45,9 @@ class Scope:
     compare_profiles : GPU profiles of the compare tables (``None``: every built-in)
     orders : triangle orders of the simulate matrix on every scene
     overdraw_orders, overdraw_scenes : orders run in addition on the overdraw scenes
-    simulate_workers : processes the simulate matrix runs on (``None``: one per core; 1: in
-        this process)
+    workers : processes the report's jobs run on beside this one (the shipped-order table, the
+        real assets, the real-GPU files, the simulate matrix's cells; ``None``: one per core;
+        1: all in this process)
     shipped_max_triangles : meshes above this are left out of the shipped-order table (time;
         ``None``: none)
     assets_dir : glTF assets of the real-assets section (``None``: ``../shared/gltf``)
@@ -74,7 +72,7 @@ class Scope:
     overdraw_scenes: tuple = OVERDRAW_SCENES
     scenes: tuple | None = None
     mesh_paths: tuple = ()
-    simulate_workers: int | None = None
+    workers: int | None = None
     shipped_max_triangles: int | None = None
     assets_dir: str | None = None
     asset_pick: tuple | None = None
@@ -131,7 +129,7 @@ SCOPES = {
     "smoke": Scope("smoke", procedural=(("icosphere", (2,)), ("grid", (12,))), shared="none",
                    frames=3, size=(256, 160), probe_orders=("original",),
                    probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe"),
-                   simulate_workers=1, asset_pick=(100, 1_000, 1)),
+                   workers=1, asset_pick=(100, 1_000, 1)),
 }
 
 
@@ -224,9 +222,3 @@ def collect_meshes(scope: Scope, workdir: Path) -> tuple[list[MeshInput], list[s
 
 def make_workdir() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="meshopt-report-")
-
-
-def progress_bar(total: int, desc: str, enabled: bool | None = None):
-    """A tqdm bar on stderr (``enabled=None``: only when stderr is a terminal)."""
-    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True,
-                disable=(None if enabled is None else not enabled))

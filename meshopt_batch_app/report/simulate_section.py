@@ -9,12 +9,9 @@ requests of the RE and DSR techniques so that they can be drawn over a rendered 
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -27,10 +24,10 @@ from pipeline_model.techniques import Technique, available, create
 
 from ..glcheck import GLFrameCheck
 from ..library.local import default_workers
-from ..library.worker import die_with_parent
 from .anchors import BAR_REFERENCES
 from .document import Best, Figure, Section, Table
 from .figures import grouped_bars, new_figure, tile_overlay
+from .workers import Workers
 
 #: Techniques whose per-tile requests the report draws (skip map: RE family; rate map: DSR).
 SKIP_TECHNIQUES = ("re", "evr+re")
@@ -95,7 +92,7 @@ class _Job:
 _LOADED: dict = {}
 
 
-def _run_job(job: _Job) -> dict:
+def run_job(job: _Job) -> dict:
     """Simulate one cell; returns its result (or its error), maps and command."""
     scope = job.scope
     width, height = scope.size if scope.size else (None, None)
@@ -128,56 +125,12 @@ def _run_job(job: _Job) -> dict:
     return out
 
 
-def _start_worker(threads: int) -> None:
-    die_with_parent()
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+def simulation_jobs(scope, check_gl: bool = True) -> tuple[list[_Job], list[int], dict]:
+    """The matrix's cells, the order to run them in and what :func:`collect_simulations` needs.
 
-
-def _run_jobs(jobs: list, workers: int, bar) -> list:
-    """Every job's answer, in the jobs' order: in this process, or on ``workers`` processes of
-    this machine (each with ``cores // workers`` raster threads)."""
-    def tick(job):
-        if bar is not None:
-            bar.set_postfix_str(f"{job.scene} / {job.order}")
-            bar.update(1)
-
-    if workers <= 1:
-        answers = []
-        for job in jobs:
-            answers.append(_run_job(job))
-            tick(job)
-        return answers
-    threads = max(1, default_workers() // workers)
-    # a scene's cells go to one worker, which builds the scene once; the scenes with most cells first
-    by_scene: dict[str, list[int]] = {}
-    for i, job in enumerate(jobs):
-        by_scene.setdefault(job.scene, []).append(i)
-    groups = sorted(by_scene.values(), key=len, reverse=True)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_start_worker, initargs=(threads,)) as pool:
-        futures = {pool.submit(_run_scene_jobs, [jobs[i] for i in group]): group for group in groups}
-        answers = [None] * len(jobs)
-        for fut in as_completed(futures):
-            for i, answer in zip(futures[fut], fut.result(), strict=True):
-                answers[i] = answer
-                tick(jobs[i])
-    return answers
-
-
-def _run_scene_jobs(jobs: list) -> list:
-    """The cells of one scene, in order (in a worker)."""
-    return [_run_job(job) for job in jobs]
-
-
-def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | None = None) -> dict:
-    """Run the matrix; returns runs, recorded maps, errors, timings and the commands.
-
-    ``workers`` (default: the scope's ``simulate_workers``, else one per core) cells run at
-    once in worker processes, each with its share of the cores for the raster's threads; a
-    run's figures do not depend on where or beside what it ran (:mod:`pipeline_model.raster`
-    is bit-identical on any number of threads). One worker runs the cells in this process.
+    Cells are listed order by order, scene by scene (the tables' order); they are run longest
+    first by :func:`job_cost`, so that on several workers the last cells to end are short.
     """
-    t0 = time.perf_counter()
     scenes = list(scope.scenes or shipped_scenes())
     techniques = tuple(available())
     gl_reason = None
@@ -186,13 +139,37 @@ def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | 
     jobs = [_Job(scene, order, scope, techniques, order == scope.orders[0],
                  order == scope.orders[0] and check_gl and gl_reason is None)
             for order in scope.all_orders for scene in scenes if order in scope.orders_for(scene)]
-    if workers is None:
-        workers = scope.simulate_workers or default_workers()
-    workers = max(1, min(int(workers), len(jobs)))
-    bar = progress(len(jobs), "simulate") if progress else None
-    answers = _run_jobs(jobs, workers, bar)
-    if bar is not None:
-        bar.close()
+    sizes = {scene: _scene_size(scene) for scene in scenes}
+    cost = [job_cost(job, *sizes[job.scene]) for job in jobs]
+    schedule = sorted(range(len(jobs)), key=lambda i: -cost[i])
+    return jobs, schedule, {"scenes": scenes, "techniques": list(techniques), "gl_reason": gl_reason}
+
+
+def _scene_size(scene: str) -> tuple[int, int]:
+    """The scene's own frames and pixels per frame (0, 0 when it cannot be read: its cell
+    fails at once)."""
+    try:
+        sc = load_scene(scene)
+    except Exception:  # noqa: BLE001 - the cell itself reports the error
+        return 0, 0
+    return sc.frames, sc.width * sc.height
+
+
+def job_cost(job: _Job, scene_frames: int, scene_pixels: int) -> float:
+    """A cell's work for ordering the cells, in rendered pixels: frames times pixels, counted
+    twice where the OpenGL check renders every frame again (an estimate, used for nothing else)."""
+    frames = job.scope.frames or scene_frames
+    pixels = job.scope.size[0] * job.scope.size[1] if job.scope.size else scene_pixels
+    return float(frames) * pixels * (2.0 if job.check_gl else 1.0)
+
+
+def job_label(job: _Job) -> str:
+    """How progress names the cell: ``simulate/SCENE/ORDER``."""
+    return f"simulate/{job.scene}/{job.order}"
+
+
+def collect_simulations(jobs: list, answers: list, meta: dict, scope, workers: int, seconds: float) -> dict:
+    """The matrix's data from every cell's answer (in the jobs' order)."""
     runs, errors, maps, commands = {}, {}, {}, []
     for job, answer in zip(jobs, answers, strict=True):
         if "error" in answer:
@@ -204,12 +181,42 @@ def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | 
             maps[job.scene] = answer["maps"]
     if scope.orders[1:]:
         commands.append("# the same with --method " + " / --method ".join(scope.orders[1:]))
+    scenes = meta["scenes"]
     extra = [s for s in scenes if s in scope.overdraw_scenes]
     if extra and scope.overdraw_orders:
         commands.append(f"# and on {', '.join(extra)} with --method " + " / --method ".join(scope.overdraw_orders))
-    return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": list(techniques),
-            "commands": commands, "gl_reason": gl_reason, "workers": workers,
-            "seconds": time.perf_counter() - t0}
+    return {"runs": runs, "errors": errors, "maps": maps, "scenes": scenes, "techniques": meta["techniques"],
+            "commands": commands, "gl_reason": meta["gl_reason"], "workers": workers, "seconds": seconds}
+
+
+def run_simulations(scope, progress=None, check_gl: bool = True, workers: int | None = None) -> dict:
+    """Run the matrix; returns runs, recorded maps, errors, timings and the commands.
+
+    ``workers`` (default: the scope's ``workers``, else one per core) cells run at once in
+    worker processes (:class:`~meshopt_batch_app.report.workers.Workers`), each with its
+    share of the cores for the raster's threads; a run's figures do not depend on where or
+    beside what it ran (:mod:`pipeline_model.raster` is bit-identical on any number of
+    threads). One worker runs the cells in this process.  The report itself runs the cells
+    among its other jobs (:func:`simulation_jobs`, :func:`collect_simulations`).
+    """
+    t0 = time.perf_counter()
+    jobs, schedule, meta = simulation_jobs(scope, check_gl)
+    if workers is None:
+        workers = scope.workers or default_workers()
+    workers = max(1, min(int(workers), len(jobs)))
+    bar = progress(len(jobs), "simulate") if progress else None
+    answers = [None] * len(jobs)
+    with Workers(workers=workers) as pool:
+        handles = {i: pool.submit(job_label(jobs[i]), run_job, jobs[i]) for i in schedule}
+        for i in schedule:
+            answers[i] = pool.result(handles[i])
+            if bar is not None:
+                bar.set_postfix_str(f"{jobs[i].scene} / {jobs[i].order}")
+                bar.update(1)
+        used = pool.workers
+    if bar is not None:
+        bar.close()
+    return collect_simulations(jobs, answers, meta, scope, used, time.perf_counter() - t0)
 
 
 def matrix_frame(data: dict) -> pd.DataFrame:
