@@ -16,7 +16,7 @@ NPM_PACKAGES := gltf-validator@2.0.0-dev.3.10 gltfpack@1.3.0 @gltf-transform/cor
 	three@0.187.0
 NPM_STAMP := $(NPM_TOOLS)/.installed-$(shell echo '$(NPM_PACKAGES)' | cksum | cut -d' ' -f1)
 
-.PHONY: report report-quick test bench setup system-deps clean wheel
+.PHONY: report report-quick test bench setup system-deps clean wheel docs
 
 $(STAMP): pyproject.toml
 	bash scripts/install-system-deps.sh
@@ -53,9 +53,18 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
 
+# The documentation site (mkdocs, pages generated at build time), into site/; a warning fails the build.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 # A wheel with the numba kernels compiled in (build_support/kernel_build.py), into dist/.
 wheel: $(STAMP)
 	$(PY) -m pip wheel -q --no-deps -w dist .
 
 clean:
-	rm -rf $(VENV) report .pytest_cache
+	rm -rf $(VENV) report site .pytest_cache
