@@ -116,8 +116,22 @@ _MALFORMED = (ValueError, IndexError, KeyError, TypeError, struct.error, Unicode
 def load_meshes(path: str | os.PathLike) -> list[Mesh]:
     """Every mesh (index buffer) in a file, in file order.
 
-    Returns one mesh for OBJ, PLY, OFF and STL, and one per triangle primitive for glTF.
-    Raises :class:`MeshError` naming the file when it cannot be used.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A mesh file; its suffix names the format (:data:`LOAD_FORMATS`).
+
+    Returns
+    -------
+    list of Mesh
+        One mesh for OBJ, PLY, OFF and STL, one per triangle primitive for glTF, each with
+        the file's vertex and triangle order.
+
+    Raises
+    ------
+    MeshError
+        The file cannot be used (unknown format, unreadable, empty, malformed, invalid
+        contents); the message names the file.
     """
     return _load(Path(path), None)
 
@@ -128,6 +142,23 @@ def load_draws(path: str | os.PathLike) -> tuple[list[Mesh], list[str]]:
     As :func:`load_meshes`, except that a glTF's point/line primitives are noted (no
     warning) and a glTF with point/line primitives only gives no mesh and a note instead of
     an error.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A mesh file; its suffix names the format (:data:`LOAD_FORMATS`).
+
+    Returns
+    -------
+    meshes : list of Mesh
+        The file's triangle meshes, in file order (possibly none).
+    notes : list of str
+        One line per thing skipped (``"no triangle primitives"`` when there is no mesh).
+
+    Raises
+    ------
+    MeshError
+        The file cannot be used; the message names the file.
     """
     notes: list[str] = []
     meshes = _load(Path(path), notes)
@@ -173,6 +204,21 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
     (``meta["parts"]`` lists each part's triangle and vertex ranges).  Use
     :func:`load_meshes` for one index buffer per draw, as a GPU sees them, and to write
     meshes back into the file's structure with ``save_mesh(..., source=)``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A mesh file; its suffix names the format (:data:`LOAD_FORMATS`).
+
+    Returns
+    -------
+    Mesh
+        The file's mesh, vertex and triangle order as stored.
+
+    Raises
+    ------
+    MeshError
+        The file cannot be used; the message names the file.
     """
     try:
         meshes = [to_world_space(m) for m in load_meshes(path)]
@@ -206,7 +252,27 @@ def save_mesh(
     Normals, texture coordinates, colours and other per-vertex attributes are written.
     Indices are 16-bit where the mesh's ``index_dtype`` is uint16 and every index fits
     (glTF reserves 0xFFFF, so there the largest 16-bit index is 65534), else 32-bit.
-    The write is atomic.  Returns the path written.
+    The write is atomic: on any error no output file is left and an existing one is untouched.
+
+    Parameters
+    ----------
+    mesh_or_list : Mesh or sequence of Mesh
+        What to write.
+    path : str or os.PathLike
+        The output file; its suffix names the format (:data:`SAVE_FORMATS`).
+    source : str or os.PathLike, optional
+        A ``.glb``/``.gltf`` whose structure the output keeps (glTF outputs only).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    MeshError
+        An unknown suffix, nothing to save, an invalid mesh, ``source`` with a format that
+        cannot keep it, or a failed write; the message names the file.
     """
     path = Path(path)
     meshes = [mesh_or_list] if isinstance(mesh_or_list, Mesh) else list(mesh_or_list)
