@@ -114,6 +114,9 @@ def _as_triangles(triangles: Any, name: str) -> np.ndarray:
 class Mesh:
     """One indexed triangle list.
 
+    Construction checks shapes, dtypes and attribute lengths; :meth:`validate` checks the
+    contents (finite positions, indices in range, index type wide enough).
+
     Parameters
     ----------
     positions : array_like, shape (V, 3)
@@ -131,8 +134,10 @@ class Mesh:
         Free-form provenance (source file, glTF mesh/primitive numbers, material...).
         Writers use it where it helps; nothing depends on it.
 
-    Construction checks shapes, dtypes and attribute lengths; :meth:`validate` checks the
-    contents (finite positions, indices in range, index type wide enough).
+    Raises
+    ------
+    MeshError
+        A shape, dtype or attribute length that does not fit.
     """
 
     positions: np.ndarray
@@ -170,10 +175,12 @@ class Mesh:
     # ------------------------------------------------------------------ sizes
     @property
     def vertex_count(self) -> int:
+        """Number of vertices, ``V``."""
         return int(self.positions.shape[0])
 
     @property
     def triangle_count(self) -> int:
+        """Number of triangles, ``T``."""
         return int(self.triangles.shape[0])
 
     @cached_property
@@ -190,14 +197,22 @@ class Mesh:
 
     @property
     def normals(self) -> np.ndarray | None:
+        """The ``normal`` attribute, or None."""
         return self.attributes.get(ATTR_NORMAL)
 
     @property
     def uvs(self) -> np.ndarray | None:
+        """The ``uv`` attribute (the first texture coordinates), or None."""
         return self.attributes.get(ATTR_UV)
 
     def bounds(self) -> np.ndarray:
-        """``(2, 3)`` float64 min and max corner of the positions."""
+        """The bounding box of the positions.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(2, 3)`` float64: the min and the max corner (zeros for an empty mesh).
+        """
         if self.vertex_count == 0:
             return np.zeros((2, 3))
         return np.stack([self.positions.min(axis=0), self.positions.max(axis=0)]).astype(np.float64)
@@ -211,11 +226,25 @@ class Mesh:
 
     # ------------------------------------------------------------- checking
     def validate(self, source: str | None = None) -> Mesh:
-        """Check the contents; return ``self`` or raise :class:`MeshError`.
+        """Check the contents.
 
         Refused: no vertices, no triangles, non-finite positions, an index ``>= V``, a
-        ``uint16`` index type with more than 65536 vertices.  ``source`` (a file name) is
-        put in the message instead of the mesh name.
+        ``uint16`` index type with more than 65536 vertices.
+
+        Parameters
+        ----------
+        source : str, optional
+            A file name, put in the message instead of the mesh name.
+
+        Returns
+        -------
+        Mesh
+            ``self``.
+
+        Raises
+        ------
+        MeshError
+            The first problem found, in one line.
         """
         label = source or self.name or "mesh"
         if self.vertex_count == 0:
@@ -239,7 +268,20 @@ class Mesh:
         return self
 
     def equals(self, other: Mesh, *, check_name: bool = True) -> bool:
-        """Exact equality of arrays (attributes dtype included), index type and name."""
+        """Exact equality of arrays (attributes' dtypes included), index type and name.
+
+        Parameters
+        ----------
+        other : Mesh
+            The mesh to compare with (anything else is unequal).
+        check_name : bool, keyword-only
+            Compare the names too (default True).
+
+        Returns
+        -------
+        bool
+            Whether the two are equal.
+        """
         if not isinstance(other, Mesh):
             return False
         if check_name and self.name != other.name:
@@ -256,13 +298,37 @@ class Mesh:
 
     # ----------------------------------------------------------- new meshes
     def replace(self, **changes: Any) -> Mesh:
-        """A copy with some fields changed (``dataclasses.replace``)."""
+        """A copy with some fields changed (``dataclasses.replace``).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields (``name=``, ``meta=``...), checked as at construction.
+
+        Returns
+        -------
+        Mesh
+            The new mesh.
+        """
         return dataclasses.replace(self, **changes)
 
     def with_triangles(self, triangles: Any) -> Mesh:
         """Same vertices, new triangles (e.g. a reordering from an optimizer).
 
-        The new indices must address existing vertices.
+        Parameters
+        ----------
+        triangles : array_like, shape (T, 3)
+            The new index buffer; its indices must address existing vertices.
+
+        Returns
+        -------
+        Mesh
+            The new mesh.
+
+        Raises
+        ------
+        MeshError
+            An index out of range.
         """
         t = _as_triangles(triangles, self.name or "mesh")
         if t.size and int(t.max()) >= self.vertex_count:
@@ -273,13 +339,30 @@ class Mesh:
         return dataclasses.replace(self, triangles=t)
 
     def with_vertices(self, source_indices: Any, triangles: Any | None = None) -> Mesh:
-        """A new vertex buffer gathered from this one: new vertex ``i`` is old vertex
-        ``source_indices[i]`` (positions and every attribute alike).
+        """A new vertex buffer gathered from this one.
 
-        ``source_indices`` may reorder, drop or repeat vertices.  ``triangles`` index the
-        new buffer; when omitted, the old triangles are kept, which is only allowed when
-        the new buffer starts with the old one unchanged (appending copies).  A ``uint16``
-        index type becomes ``uint32`` when the new buffer no longer fits 16 bits.
+        New vertex ``i`` is old vertex ``source_indices[i]`` (positions and every attribute
+        alike).  A ``uint16`` index type becomes ``uint32`` when the new buffer no longer
+        fits 16 bits.
+
+        Parameters
+        ----------
+        source_indices : array_like of int, shape (V',)
+            The old vertex of each new one; may reorder, drop or repeat vertices.
+        triangles : array_like, shape (T, 3), optional
+            Triangles indexing the new buffer.  When omitted the old triangles are kept,
+            which is only allowed when the new buffer starts with the old one unchanged
+            (appending copies).
+
+        Returns
+        -------
+        Mesh
+            The new mesh.
+
+        Raises
+        ------
+        MeshError
+            Indices out of range, or old triangles kept over a buffer that moved them.
         """
         label = self.name or "mesh"
         src = np.asarray(source_indices)
@@ -311,8 +394,19 @@ class Mesh:
         """Append copies of the given vertices at the end of the vertex buffer.
 
         Copy ``k`` becomes vertex ``V + k`` and carries every attribute of vertex
-        ``source_indices[k]``.  ``triangles`` (optional) are the new triangles that use the
-        copies; the existing vertices keep their indices.
+        ``source_indices[k]``; the existing vertices keep their indices.
+
+        Parameters
+        ----------
+        source_indices : array_like of int
+            The vertex each copy is made from.
+        triangles : array_like, shape (T, 3), optional
+            The new triangles, which may use the copies (default: the current ones).
+
+        Returns
+        -------
+        Mesh
+            The new mesh.
         """
         src = np.asarray(source_indices, dtype=np.int64).reshape(-1)
         full = np.concatenate([np.arange(self.vertex_count, dtype=np.int64), src])
