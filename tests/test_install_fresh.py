@@ -278,9 +278,6 @@ def test_a_fresh_install_finds_every_kernel_compiled(shared_tmp):
     """``pip install`` of a copy of this tree into a new venv (the build compiles the kernels),
     then the first commands of a user with an empty cache: nothing compiled, writable or not,
     in a Dask worker process too."""
-    import meshes
-    from meshopt_batch.io import save_mesh
-
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.split("\n")
     source = shared_tmp / "src"
@@ -292,9 +289,17 @@ def test_a_fresh_install_finds_every_kernel_compiled(shared_tmp):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     build = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import meshopt_batch, os; "
-                                "print(os.path.dirname(os.path.dirname(meshopt_batch.__file__)))"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    check_installed(venv, shared_tmp)
+
+
+def check_installed(venv: Path, shared_tmp: Path) -> None:
+    """The checks of a fresh install in ``venv`` (scratch files in ``shared_tmp``)."""
+    import meshes
+    from meshopt_batch.io import save_mesh
+
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib], cwd=shared_tmp, capture_output=True,
+                               text=True, check=True).stdout.strip())
     built = json.loads((site / "meshopt_batch" / "_kernels" / kernel_files.MANIFEST).read_text())
     assert (built["failures"], built["uncovered"], built["cpu"]) == ([], [], "generic")
     assert built["kernels"] > 150
@@ -305,7 +310,8 @@ def test_a_fresh_install_finds_every_kernel_compiled(shared_tmp):
     library.mkdir()
     save_mesh(meshes.torus(), library / "a.glb")
     script = str(venv / "bin" / "meshopt-batch")
-    version = subprocess.run([script, "--version"], capture_output=True, text=True, env=_env(_home(shared_tmp, "v")))
+    version = subprocess.run([script, "--version"], cwd=shared_tmp, capture_output=True, text=True,
+                             env=_env(_home(shared_tmp, "v")))
     if version.returncode == 0:
         assert f"kernels: ready: {built['kernels']} compiled ahead" in version.stdout
 
@@ -326,15 +332,17 @@ def test_a_fresh_install_finds_every_kernel_compiled(shared_tmp):
         assert _compiled(proc.stdout) == [] and _loaded(proc.stdout) > 3, argv
         assert "meshopt-batch: note" not in proc.stderr
 
-    # A Dask worker in a new process: a local cluster, the library run sent to it.
+    # A Dask worker in a new process: a local cluster, the library run sent to it (as root: here
+    # Python lives in a folder only root may enter, so a process nobody starts cannot start another).
     cluster = textwrap.dedent(f"""
         import subprocess, sys
         from dask.distributed import LocalCluster
-        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as c:
             run = subprocess.run([{script!r}, "optimize", {str(library)!r}, "-o", {str(data / 'lib-out')!r},
                                   "--scheduler", c.scheduler_address, "--no-progress"])
         sys.exit(run.returncode)
     """)
-    proc = first_run([str(venv / "bin" / "python"), "-c", cluster], True, "dask")
+    proc = first_run([str(venv / "bin" / "python"), "-c", cluster], False, "dask")
     assert _compiled(proc.stdout) == [] and _loaded(proc.stdout) > 3
     assert (data / "lib-out" / "manifest.jsonl").is_file()
