@@ -54,7 +54,33 @@ ASPECT = 16.0 / 9.0
 
 @dataclass(frozen=True)
 class MeshletAnalysis:
-    """Figures of one set of meshlets (see the module docstring)."""
+    """Figures of one set of meshlets (the module docstring defines each).
+
+    Attributes
+    ----------
+    max_vertices, max_triangles : int
+        The limits the meshlets were built with.
+    meshlets : int
+        Meshlet count.
+    triangles : int
+        Triangles in the meshlets.
+    vertices : int
+        Distinct vertices referenced.
+    vertices_emitted : int
+        Sum of the meshlets' vertex counts.
+    vertices_per_triangle : float
+        ``vertices_emitted / triangles``: the mesh shader's vertex work.
+    vertex_fill, triangle_fill : float
+        Mean vertex and triangle count over the limits.
+    vertex_duplication : float
+        ``vertices_emitted / vertices`` (1: no vertex in two meshlets).
+    cone_culled, frustum_culled, culled : float
+        Fraction of meshlets culled by the normal cone, the frustum, either, over the views.
+    lane_occupancy : float
+        Lanes used over lanes launched, one meshlet per workgroup of ``max(V, T)`` lanes.
+    views, seed : int
+        The random views the culling figures were averaged over.
+    """
 
     max_vertices: int
     max_triangles: int
@@ -74,12 +100,39 @@ class MeshletAnalysis:
     seed: int
 
     def to_dict(self) -> dict:
+        """The figures as a dict.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return asdict(self)
 
 
 def random_views(center, radius: float, count: int = DEFAULT_VIEWS, seed: int = DEFAULT_SEED):
-    """Camera positions ``(count, 3)`` and frustum planes ``(count, 6, 4)`` (see the module
-    docstring; a plane ``(n, d)`` keeps ``n . x + d >= 0`` inside)."""
+    """Seeded random cameras looking at a bounding sphere, and their frustum planes.
+
+    See the module docstring for how the views are drawn.
+
+    Parameters
+    ----------
+    center : array_like, shape (3,)
+        The sphere's centre.
+    radius : float
+        The sphere's radius (1 when not positive).
+    count : int
+        Number of views.
+    seed : int
+        Seed of the random generator.
+
+    Returns
+    -------
+    cameras : numpy.ndarray
+        ``(count, 3)`` camera positions.
+    planes : numpy.ndarray
+        ``(count, 6, 4)`` frustum planes; a plane ``(n, d)`` keeps ``n . x + d >= 0`` inside.
+    """
     rng = np.random.default_rng(seed)
     center = np.asarray(center, np.float64)
     radius = float(radius) if radius > 0 else 1.0
@@ -121,11 +174,18 @@ def analyze_meshlets(result: MeshletResult, positions, *, views: int = DEFAULT_V
     Parameters
     ----------
     result : MeshletResult
+        The meshlets.
     positions : (V, 3) float array
+        The vertex positions.
     views, seed : int
         The random views of the culling figures (module docstring).
     bounds : MeshletBounds, optional
         Precomputed :func:`~.bounds.meshlet_bounds` of ``result``.
+
+    Returns
+    -------
+    MeshletAnalysis
+        The figures.
     """
     pos = np.asarray(positions, np.float64)
     m = result.meshlet_count
@@ -162,9 +222,26 @@ def analyze_meshlets(result: MeshletResult, positions, *, views: int = DEFAULT_V
 
 
 def combine_analyses(parts: list[MeshletAnalysis]) -> MeshletAnalysis:
-    """Figures of several index buffers drawn together (glTF primitives): counts add up, fills
-    and culling fractions are meshlet-weighted means (each part culled under its own views,
-    in its own space), duplication is over the parts' own vertex buffers."""
+    """Figures of several index buffers drawn together (glTF primitives).
+
+    Counts add up, fills and culling fractions are meshlet-weighted means (each part culled
+    under its own views, in its own space), duplication is over the parts' own vertex buffers.
+
+    Parameters
+    ----------
+    parts : list of MeshletAnalysis
+        One analysis per index buffer, built with the same limits.
+
+    Returns
+    -------
+    MeshletAnalysis
+        The figures of the whole.
+
+    Raises
+    ------
+    ValueError
+        No part given.
+    """
     if not parts:
         raise ValueError("combine_analyses needs at least one part")
     if len(parts) == 1:

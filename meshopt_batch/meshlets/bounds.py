@@ -44,8 +44,11 @@ class MeshletBounds:
     Attributes
     ----------
     center : (M, 3)
+        Centre of each meshlet's bounding sphere.
     radius : (M,)
+        Radius of each bounding sphere.
     cone_apex : (M, 3)
+        Apex of each meshlet's normal cone.
     cone_axis : (M, 3)
         Unit axis, or zero for a meshlet whose cone cannot cull.
     cone_cutoff : (M,)
@@ -59,6 +62,18 @@ class MeshletBounds:
     cone_cutoff: np.ndarray
 
     def as_arrays(self, prefix: str = "") -> dict:
+        """The five arrays by name (for an ``.npz``).
+
+        Parameters
+        ----------
+        prefix : str
+            Put before each name.
+
+        Returns
+        -------
+        dict
+            ``prefix + name`` to array.
+        """
         return {f"{prefix}{name}": getattr(self, name) for name in
                 ("center", "radius", "cone_apex", "cone_axis", "cone_cutoff")}
 
@@ -193,6 +208,7 @@ def meshlet_bounds(result: MeshletResult, positions) -> MeshletBounds:
     Parameters
     ----------
     result : MeshletResult
+        The meshlets.
     positions : (V, 3) float array
         The vertex positions the meshlets index.
 
@@ -218,7 +234,20 @@ def meshlet_bounds(result: MeshletResult, positions) -> MeshletBounds:
 
 
 def cone_culled(bounds: MeshletBounds, camera) -> np.ndarray:
-    """``(M,)`` bool: meshlets whose every triangle faces away from ``camera`` by the cone test."""
+    """The meshlets whose every triangle faces away from a camera, by the normal-cone test.
+
+    Parameters
+    ----------
+    bounds : MeshletBounds
+        The meshlets' bounds.
+    camera : array_like, shape (3,)
+        The camera position.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(M,)`` bool, True where the meshlet can be culled.
+    """
     d = bounds.cone_apex.astype(np.float64) - np.asarray(camera, np.float64)
     length = np.linalg.norm(d, axis=1)
     length[length == 0] = 1.0
@@ -226,8 +255,20 @@ def cone_culled(bounds: MeshletBounds, camera) -> np.ndarray:
 
 
 def frustum_culled(bounds: MeshletBounds, planes) -> np.ndarray:
-    """``(M,)`` bool: spheres wholly outside one of the planes ``(P, 4)`` (``n . x + d >= 0``
-    inside, ``n`` unit length)."""
+    """The meshlets whose bounding sphere lies wholly outside a frustum.
+
+    Parameters
+    ----------
+    bounds : MeshletBounds
+        The meshlets' bounds.
+    planes : array_like, shape (P, 4)
+        Planes ``(n, d)`` with ``n`` of unit length; ``n . x + d >= 0`` is inside.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(M,)`` bool, True where the sphere is outside one of the planes.
+    """
     planes = np.asarray(planes, np.float64)
     dist = bounds.center.astype(np.float64) @ planes[:, :3].T + planes[:, 3]
     return (dist < -bounds.radius.astype(np.float64)[:, None]).any(axis=1)

@@ -20,14 +20,22 @@ DEFAULT_METHOD = "batch"
 
 
 def available_methods() -> list[str]:
-    """The builders that can run here (``meshoptimizer`` needs ``almeshopt``)."""
+    """The meshlet builders that can run here.
+
+    Returns
+    -------
+    list of str
+        Names from :data:`METHODS`; ``meshoptimizer`` only where ``almeshopt`` is installed.
+    """
     return [m for m in METHODS if m != "meshoptimizer" or meshoptimizer_available()]
 
 
 def build_meshlets(triangles, positions, *, max_vertices: int = 64, max_triangles: int = 126,
                    method: str = DEFAULT_METHOD, cone_weight: float = 0.0) -> MeshletResult:
-    """Cut an index buffer into meshlets of at most ``max_vertices`` vertices and
-    ``max_triangles`` triangles.
+    """Cut an index buffer into meshlets of bounded vertex and triangle counts.
+
+    Each meshlet has at most ``max_vertices`` vertices and ``max_triangles`` triangles; the
+    ``batch`` builder grows each by the priorities of paper 001's Algorithm 2.
 
     Parameters
     ----------
@@ -40,12 +48,25 @@ def build_meshlets(triangles, positions, *, max_vertices: int = 64, max_triangle
     max_triangles : int
         1..512.
     method : {"batch", "greedy", "meshoptimizer"}
+        The builder (module docstring of :mod:`meshopt_batch.meshlets`).
     cone_weight : float
         0..1: weight of normal-cone tightness (``batch`` and ``meshoptimizer``; 0 = off).
 
     Returns
     -------
     MeshletResult
+        The meshlets in meshoptimizer's layout.
+
+    Raises
+    ------
+    MeshoptBatchError
+        Limits, positions, cone weight or method out of range.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 2, eq. 1.
     """
     max_v, max_t = check_limits(max_vertices, max_triangles)
     pos = np.asarray(positions)

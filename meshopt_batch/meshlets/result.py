@@ -49,8 +49,11 @@ class MeshletResult:
     Attributes
     ----------
     meshlets : (M, 4) uint32
+        Per meshlet: vertex offset, triangle offset (bytes), vertex count, triangle count.
     meshlet_vertices : (sum of vertex counts,) uint32
+        The global vertex index of each meshlet-local vertex.
     meshlet_triangles : (3 * triangles,) uint8
+        Each triangle's three meshlet-local vertex indices.
     max_vertices, max_triangles : int
         The limits the meshlets were built for.
     stats : dict
@@ -66,18 +69,27 @@ class MeshletResult:
 
     @property
     def meshlet_count(self) -> int:
+        """Number of meshlets, ``M``."""
         return int(self.meshlets.shape[0])
 
     @property
     def vertex_counts(self) -> np.ndarray:
+        """``(M,)`` int64: the vertex count of each meshlet."""
         return self.meshlets[:, 2].astype(np.int64)
 
     @property
     def triangle_counts(self) -> np.ndarray:
+        """``(M,)`` int64: the triangle count of each meshlet."""
         return self.meshlets[:, 3].astype(np.int64)
 
     def triangles(self) -> np.ndarray:
-        """The triangles in meshlet order as global indices, ``(T, 3)`` uint32."""
+        """The triangles in meshlet order, as global vertex indices.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(T, 3)`` uint32.
+        """
         counts = self.triangle_counts
         ml = self.meshlets.astype(np.int64)
         local = self.meshlet_triangles.reshape(-1, 3).astype(np.int64)
@@ -85,11 +97,28 @@ class MeshletResult:
         return self.meshlet_vertices[base + local].astype(np.uint32)
 
     def meshlet_of_triangle(self) -> np.ndarray:
-        """Meshlet id of each triangle of :meth:`triangles`, ``(T,)`` int64."""
+        """The meshlet of each triangle of :meth:`triangles`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(T,)`` int64 meshlet numbers.
+        """
         return np.repeat(np.arange(self.meshlet_count, dtype=np.int64), self.triangle_counts)
 
     def meshlet_triangles_of(self, i: int) -> np.ndarray:
-        """Global ``(t, 3)`` triangles of meshlet ``i``."""
+        """The triangles of one meshlet, as global vertex indices.
+
+        Parameters
+        ----------
+        i : int
+            The meshlet number.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(t, 3)``: its ``t`` triangles.
+        """
         v0, t0, vc, tc = (int(x) for x in self.meshlets[i])
         local = self.meshlet_triangles[t0:t0 + 3 * tc].reshape(-1, 3).astype(np.int64)
         return self.meshlet_vertices[v0:v0 + vc][local]
@@ -97,8 +126,28 @@ class MeshletResult:
     @classmethod
     def from_slices(cls, meshlets, meshlet_vertices, meshlet_triangles, max_vertices: int,
                     max_triangles: int, stats: dict | None = None) -> MeshletResult:
-        """Repack meshlets whose offsets may leave gaps (e.g. a peer's padded, over-allocated
-        buffers) into the dense layout."""
+        """Repack meshlets whose offsets may leave gaps into the dense layout.
+
+        A peer's buffers may be padded or over-allocated; the result has none of that.
+
+        Parameters
+        ----------
+        meshlets : array_like, shape (M, 4)
+            Offsets and counts as in :attr:`meshlets`, gaps allowed.
+        meshlet_vertices : array_like
+            The vertex indices the offsets point into.
+        meshlet_triangles : array_like
+            The local triangle indices the offsets point into.
+        max_vertices, max_triangles : int
+            The limits the meshlets were built for.
+        stats : dict, optional
+            Builder name, options and timing.
+
+        Returns
+        -------
+        MeshletResult
+            The same meshlets, densely packed.
+        """
         ml = np.asarray(meshlets, np.int64).reshape(-1, 4)
         mv = np.asarray(meshlet_vertices)
         mt = np.asarray(meshlet_triangles)

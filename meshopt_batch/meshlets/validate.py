@@ -30,7 +30,22 @@ def _sorted_rows(tris: np.ndarray) -> np.ndarray:
 
 
 def meshlet_problems(result: MeshletResult, triangles, vertex_count: int | None = None) -> list[str]:
-    """Every way ``result`` fails to be valid meshlets of ``triangles`` (empty list: valid)."""
+    """Every way a set of meshlets fails to be a valid cut of an index buffer.
+
+    Parameters
+    ----------
+    result : MeshletResult
+        The meshlets.
+    triangles : (T, 3) integer array_like
+        The index buffer they should cut.
+    vertex_count : int, optional
+        Size of the vertex buffer (default: the largest index + 1).
+
+    Returns
+    -------
+    list of str
+        One line per problem; empty when the meshlets are valid.
+    """
     ml, mv, mt = result.meshlets, result.meshlet_vertices, result.meshlet_triangles
     tris = np.asarray(triangles).reshape(-1, 3)
     problems = []
@@ -76,7 +91,22 @@ def meshlet_problems(result: MeshletResult, triangles, vertex_count: int | None 
 
 
 def validate_meshlets(result: MeshletResult, triangles, vertex_count: int | None = None) -> None:
-    """Raise :class:`~meshopt_batch.errors.MeshoptBatchError` naming the first problem, if any."""
+    """Check that a set of meshlets is a valid cut of an index buffer.
+
+    Parameters
+    ----------
+    result : MeshletResult
+        The meshlets.
+    triangles : (T, 3) integer array_like
+        The index buffer they should cut.
+    vertex_count : int, optional
+        Size of the vertex buffer (default: the largest index + 1).
+
+    Raises
+    ------
+    MeshoptBatchError
+        Naming the first problem :func:`meshlet_problems` finds.
+    """
     problems = meshlet_problems(result, triangles, vertex_count)
     if problems:
         raise MeshoptBatchError(f"invalid meshlets: {problems[0]}")
