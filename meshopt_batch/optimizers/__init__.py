@@ -105,8 +105,10 @@ class Method:
 
     @property
     def default_profile(self) -> str:
-        """What the method optimizes for when no profile is named: ``portable`` where it can
-        take a target of several profiles, else ``nvidia_gl``."""
+        """What the method optimizes for when no profile is named.
+
+        ``portable`` where it can take a target of several profiles, else ``nvidia_gl``.
+        """
         return DEFAULT_PROFILE if self.for_targets else SINGLE_PROFILE_DEFAULT
 
     @property
@@ -115,8 +117,23 @@ class Method:
         return self.requires is None or _has_module(self.requires)
 
     def function(self, *, for_targets: bool = False):
-        """The implementing function (imported now); ``for_targets``: the one for a target of
-        several profiles."""
+        """The implementing function, imported now.
+
+        Parameters
+        ----------
+        for_targets : bool, keyword-only
+            The function for a target of several profiles instead of the one-profile one.
+
+        Returns
+        -------
+        callable
+            The function.
+
+        Raises
+        ------
+        MeshoptBatchError
+            The optional package the method needs is not installed.
+        """
         if not self.available:
             raise MeshoptBatchError(
                 f"method {self.name!r} needs the optional package {self.requires!r} "
@@ -126,7 +143,32 @@ class Method:
 
     def run(self, triangles, vertex_count: int | None = None, *, profile: Profile | Target | None = None,
             positions=None, **params) -> OptimizeResult:
-        """Run the method on an index buffer; see :func:`optimize`."""
+        """Run the method on an index buffer (:func:`optimize` resolves the names first).
+
+        Parameters
+        ----------
+        triangles : (T, 3) integer array_like
+            The index buffer.
+        vertex_count : int, optional
+            Vertex buffer size (default: the largest index + 1).
+        profile : Profile or Target, keyword-only
+            What a profile-aware method optimizes for (default: :attr:`default_profile`).
+        positions : (V, 3) array_like, keyword-only
+            Vertex positions, for the methods that need them.
+        **params
+            The method's own parameters.
+
+        Returns
+        -------
+        OptimizeResult
+            The new order (and vertex remap, where the method renumbers).
+
+        Raises
+        ------
+        MeshoptBatchError
+            A target of several profiles for a one-profile method, positions missing, or a
+            result that is not a reordering of the input.
+        """
         tris, vcount = prepare(triangles, vertex_count)
         fn = None
         if self.uses_profile:
@@ -163,7 +205,30 @@ CLASSIC_METHODS = ("hoppe", "kcache", "tipsify", "forsyth")
 
 def register(name: str, target: str, title: str | None = None, *, uses_profile: bool = False,
              requires: str | None = None, uses_positions: bool = False, for_targets: str | None = None) -> Method:
-    """Register an optimizer by ``"module:function"`` (imported lazily); returns its Method."""
+    """Register an optimizer by ``"module:function"`` (imported on first use).
+
+    Parameters
+    ----------
+    name : str
+        The method's name (``--method``); an existing one is replaced.
+    target : str
+        ``"package.module:function"`` implementing it (the contract is in the module docstring).
+    title : str, optional
+        Short human title for tables (default: ``name``).
+    uses_profile : bool, keyword-only
+        The function takes ``profile=``.
+    requires : str, keyword-only, optional
+        An optional package the method needs.
+    uses_positions : bool, keyword-only
+        The function takes ``positions=``.
+    for_targets : str, keyword-only, optional
+        ``"package.module:function"`` optimizing for a target of several profiles.
+
+    Returns
+    -------
+    Method
+        The registered method.
+    """
     METHODS[name] = Method(name, target, title or name, uses_profile, requires, uses_positions, for_targets)
     return METHODS[name]
 
@@ -192,7 +257,17 @@ register("meshoptimizer_overdraw", "meshopt_batch.optimizers.meshoptimizer_peer:
 
 
 def get_method(method: str | Method) -> Method:
-    """The :class:`Method` named ``method`` (a Method is returned as it is).
+    """The registered method of a name.
+
+    Parameters
+    ----------
+    method : str or Method
+        A name from :data:`METHODS` (a Method is returned as it is).
+
+    Returns
+    -------
+    Method
+        The method.
 
     Raises
     ------
@@ -216,7 +291,19 @@ def _has_module(name: str) -> bool:
 
 
 def available_methods(include_optional: bool = True) -> list[str]:
-    """Registered methods whose optional dependency (if any) is installed."""
+    """The registered methods that can run here.
+
+    Parameters
+    ----------
+    include_optional : bool
+        List the methods that need an optional package (when it is installed); False: only
+        those that need none.
+
+    Returns
+    -------
+    list of str
+        Method names, in registration order.
+    """
     return [name for name, m in METHODS.items()
             if m.requires is None or (include_optional and m.available)]
 
@@ -268,6 +355,17 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
     OptimizeResult
         ``triangles`` in the input's integer type; ``vertex_remap`` when the vertex buffer changed.
 
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown method or profile, or the method's own refusal of its input.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 2.
+
     Examples
     --------
     >>> import trimesh
@@ -275,12 +373,6 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
     >>> mesh = trimesh.creation.icosphere(3)
     >>> result = optimize(mesh)                     # one order for every GPU family
     >>> shipped = result.apply(mesh)                # a new Trimesh, attributes renumbered
-
-    References
-    ----------
-    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
-       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
-       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Algorithm 2.
     """
     m = get_method(method)
     triangles, vertex_count, mesh_positions = _index_buffer_of(triangles, vertex_count)
@@ -303,7 +395,26 @@ def _index_buffer_of(data, vertex_count):
 
 def optimize_mesh(mesh: Mesh, *, method: str | Method = DEFAULT_METHOD,
                   profile: str | Profile | Target | None = None, **params) -> Mesh:
-    """``mesh`` with its triangles reordered by ``method`` (and its vertex buffer renumbered or
-    grown where the method does so; every attribute follows its vertex).  See :func:`optimize`."""
+    """A mesh with its triangles reordered by one registered method.
+
+    Its vertex buffer is renumbered or grown where the method does so; every attribute
+    follows its vertex.  See :func:`optimize`.
+
+    Parameters
+    ----------
+    mesh : Mesh
+        The mesh.
+    method : str or Method, keyword-only
+        A name from :data:`METHODS` (default ``batch``).
+    profile : str, Profile or Target, keyword-only
+        What profile-aware methods optimize for (default: the method's).
+    **params
+        Method parameters, as for :func:`optimize`.
+
+    Returns
+    -------
+    Mesh
+        The new mesh.
+    """
     return optimize(mesh.triangles, mesh.vertex_count, method=method, profile=profile,
                     positions=mesh.positions, **params).apply(mesh)

@@ -44,8 +44,9 @@ class OptimizeResult:
         return int(len(self.vertex_remap) - len(np.unique(self.vertex_remap)))
 
     def apply(self, mesh):
-        """``mesh`` with this order, and its vertex buffer gathered through the remap (every
-        attribute travels with its position).
+        """The mesh with this triangle order and, where there is one, the vertex remap applied.
+
+        Every attribute travels with its position.
 
         Parameters
         ----------
@@ -54,6 +55,11 @@ class OptimizeResult:
             (nothing merged or reordered by trimesh): vertices, vertex normals, texture
             coordinates, vertex colours and every ``vertex_attributes`` entry renumbered;
             face attributes reordered with the faces.
+
+        Returns
+        -------
+        Mesh or trimesh.Trimesh
+            A new mesh of the kind given.
 
         Raises
         ------
@@ -71,8 +77,26 @@ class OptimizeResult:
         return mesh.with_vertices(self.vertex_remap, self.triangles)
 
     def face_order(self, source_triangles) -> np.ndarray:
-        """``new face -> source face``: where each output triangle came from (every optimizer
-        keeps a triangle's corners in cyclic order, so a triangle is found by its corner set)."""
+        """Where each output triangle came from.
+
+        Every optimizer keeps a triangle's corners in cyclic order, so a triangle is found by
+        its corner set.
+
+        Parameters
+        ----------
+        source_triangles : (T, 3) integer array_like
+            The index buffer the result was made from.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(T,)``: the source face of each new face.
+
+        Raises
+        ------
+        MeshoptBatchError
+            The result does not hold the source's triangles.
+        """
         src = np.asarray(source_triangles, np.int64).reshape(-1, 3)
         out = np.asarray(self.triangles, np.int64).reshape(-1, 3)
         if self.vertex_remap is not None:
