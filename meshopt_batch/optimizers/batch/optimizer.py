@@ -198,6 +198,11 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
         slow, for small meshes).  Both give the identical result.
     coefficients : dict, optional
         Overrides of ``k_r, k_v, k_d, k_n`` (integers).
+    aux_profiles : sequence of Profile
+        Auxiliary memories: other profiles whose reuse the priority weighs too, each running
+        its own Algorithm 1 on the same index stream (:mod:`.aux`; the ``portable`` target).
+    aux_weights : sequence of int
+        The weight of each auxiliary profile in eq. 1 (one per profile).
     **options
         ``lookahead`` (default True), ``fill_small`` (default True), ``rotate`` (default
         True), ``d_cap`` (10), ``d_region`` ("ring" | "ball"), ``n_mode`` ("flag" |
@@ -214,6 +219,18 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
         renumbering; ``batch_starts``: first triangle of every batch the predictor forms on
         the result; ``stats``: timings, batches, model invocations, vertex copies, options
         used.
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown option or option value, or a buffer too large for the 32-bit tables.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001): Algorithm 2, eq. 1-2,
+       the 16-bit boundary post-process of sec. 4.
     """
     t0 = time.perf_counter()
     prof = get_profile(profile)
