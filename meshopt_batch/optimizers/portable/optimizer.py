@@ -126,13 +126,19 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
         Vertex buffer size (default: largest index + 1).
     target : Target, keyword-only
         Two or more profiles (one profile is :func:`~..batch.optimizer.optimize_batch`'s job).
-    use_distance, queue, fix_16bit, **options
-        As :func:`~..batch.optimizer.optimize_batch`, for every batch candidate.
+    use_distance : bool, keyword-only
+        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
+    queue : {"fast", "fibheap"}, keyword-only
+        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
+    fix_16bit : bool, keyword-only, optional
+        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
     window_work : int, keyword-only
         The work bound of the whole search, screening and search together: triangles the judge
         simulates (the mean over the profiles) plus the triangles the moves reorder
         (:data:`~.tuning.WINDOW_WORK`; 0 turns the search off).  ``optimize --effort M`` is M
         million.
+    **options
+        Further options of :func:`~..batch.optimizer.optimize_batch`, for every batch candidate.
 
     Returns
     -------
