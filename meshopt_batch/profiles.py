@@ -72,10 +72,21 @@ class Profile:
     boundary_16bit : bool
         Model NVIDIA's loss of reuse when indices straddle a multiple of 2^16 (paper 001
         sec. 3.3): an index in another 2^16 block than the index before it empties the
-        memory, so reuse reaches back only to the last such switch.  Measured on an NVIDIA
-        H100 (OpenGL): exact on every recorded draw (``results/nvidia_*_2026-11-25``).
+        memory, so reuse reaches back only to the last such switch (found and checked on an
+        NVIDIA H100; the files in ``results/`` hold the draws).
     description, source : str
         What the profile models and where its numbers come from.
+
+    Raises
+    ------
+    MeshoptBatchError
+        Unknown memory kind, or sizes out of range.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), sec. 3.3, Algorithm 1.
     """
 
     name: str
@@ -110,20 +121,57 @@ class Profile:
         return self.max_size > 0 or self.max_uniques > 0
 
     def with_16bit_boundaries(self, enabled: bool = True) -> Profile:
-        """The same profile with the 2^16 block rule switched on or off."""
+        """The same profile with the 2^16 block rule switched on or off.
+
+        Parameters
+        ----------
+        enabled : bool
+            Switch the rule on (the name gets ``+16bit``) or off (the suffix goes).
+
+        Returns
+        -------
+        Profile
+            The new profile.
+        """
         suffix = "+16bit"
         name = self.name.removesuffix(suffix) + (suffix if enabled else "")
         return replace(self, name=name, boundary_16bit=enabled)
 
     def to_dict(self) -> dict:
+        """The profile as a dict (its JSON form).
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Profile:
+        """A profile from its dict form (unknown keys are ignored).
+
+        Parameters
+        ----------
+        data : dict
+            Field name to value, as :meth:`to_dict` writes.
+
+        Returns
+        -------
+        Profile
+            The profile, checked.
+        """
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_json(self) -> str:
+        """The profile as JSON text (what ``--profile FILE`` reads).
+
+        Returns
+        -------
+        str
+            Indented JSON.
+        """
         return json.dumps(self.to_dict(), indent=2)
 
 
@@ -175,6 +223,16 @@ def get_profile(spec: str | Profile) -> Profile:
         ``nvidia_gl``, ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``,
         ``lru:N``, any of these followed by ``+16bit``, or a path to a profile JSON file
         (as written by ``meshopt-batch probe --fit``).
+
+    Returns
+    -------
+    Profile
+        The profile (a Profile given is returned as it is).
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown name, a bad cache size or an unreadable profile file.
     """
     if isinstance(spec, Profile):
         return spec
@@ -202,5 +260,12 @@ def get_profile(spec: str | Profile) -> Profile:
 
 
 def builtin_profile_names() -> list[str]:
-    """Names of the built-in GPU profiles (without the classic caches)."""
+    """The names of the built-in GPU profiles.
+
+    Returns
+    -------
+    list of str
+        ``nvidia_gl``, ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe`` (not the classic
+        ``fifo:N`` and ``lru:N`` caches).
+    """
     return list(BUILTIN_PROFILES)
