@@ -196,6 +196,7 @@ class Prediction:
     Attributes
     ----------
     profile : str
+        The profile's name.
     invocations : int
         Predicted vertex-shader invocations (Algorithm 1's output).
     triangles : int
@@ -225,8 +226,10 @@ class Prediction:
 
     @property
     def acmr(self) -> float:
-        """Average cache miss ratio: misses (= invocations) per triangle, the classic name of
-        the same ratio under a cache model (Hoppe 1999)."""
+        """Average cache miss ratio: misses (= invocations) per triangle.
+
+        The classic name of the same ratio under a cache model (Hoppe 1999).
+        """
         return self.asr
 
     @property
@@ -235,6 +238,13 @@ class Prediction:
         return self.invocations / self.vertices if self.vertices else 0.0
 
     def to_dict(self) -> dict:
+        """The figures the command line prints, as a dict.
+
+        Returns
+        -------
+        dict
+            ``profile``, ``invocations``, ``asr``, ``acmr``, ``atvr``, ``batches``.
+        """
         return {"profile": self.profile, "invocations": int(self.invocations), "asr": self.asr,
                 "acmr": self.acmr, "atvr": self.atvr, "batches": int(self.batches)}
 
@@ -274,6 +284,8 @@ def predict(triangles, vertex_count: int | None = None, *args, profile: str | Pr
         The index buffer in draw order (uint16 or uint32 or any integer type).
     vertex_count : int, optional
         Size of the vertex buffer; defaults to the largest index + 1.
+    *args
+        Only the deprecated positional form below; anything else is refused.
     profile : str or Profile, keyword-only
         ``nvidia_gl`` (default), ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``,
         ``lru:N``, optionally suffixed ``+16bit`` (see :func:`meshopt_batch.profiles.get_profile`).
@@ -285,6 +297,14 @@ def predict(triangles, vertex_count: int | None = None, *args, profile: str | Pr
     Returns
     -------
     Prediction
+        Invocations, batches and the ratios; batch starts and per-vertex counts when asked.
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown profile or a malformed index buffer.
+    TypeError
+        A positional argument after ``vertex_count`` that is not the deprecated form.
 
     Notes
     -----
