@@ -46,6 +46,11 @@ class Target:
         ``"portable"``, a profile name, or the comma-joined names of a set.
     profiles : tuple of Profile
         The set, in the order given (the first is the one single-profile figures use).
+
+    Raises
+    ------
+    MeshoptBatchError
+        No profile, or a profile listed twice.
     """
 
     name: str
@@ -60,7 +65,7 @@ class Target:
 
     @property
     def single(self) -> bool:
-        """One profile: the single-profile optimizer and figures of earlier releases apply."""
+        """One profile: the single-profile optimizer applies."""
         return len(self.profiles) == 1
 
     @property
@@ -74,11 +79,31 @@ class Target:
         return tuple(p for p in self.profiles if not p.order_free)
 
     def evaluation_profiles(self, vertex_count: int) -> tuple[Profile, ...]:
-        """The profiles a buffer of ``vertex_count`` vertices is judged on: each NVIDIA
-        look-back profile in its ``+16bit`` form once the buffer passes 2^16 vertices."""
+        """The profiles a buffer of a given size is judged on.
+
+        Each NVIDIA look-back profile takes its ``+16bit`` form once the buffer passes 2^16
+        vertices, as the hardware judges it.
+
+        Parameters
+        ----------
+        vertex_count : int
+            The vertex buffer's size.
+
+        Returns
+        -------
+        tuple of Profile
+            The target's profiles, in order.
+        """
         return tuple(block_rule_form(p, vertex_count) for p in self.profiles)
 
     def to_dict(self) -> dict:
+        """The target as a dict (the JSON outputs).
+
+        Returns
+        -------
+        dict
+            ``name`` and the ``profiles``' names.
+        """
         return {"name": self.name, "profiles": [p.name for p in self.profiles]}
 
 
@@ -96,8 +121,18 @@ def target_names() -> list[str]:
 
 
 def get_target(spec: str | Profile | Target | Sequence) -> Target:
-    """Resolve ``portable``, a profile (name, file or object), a comma-separated set, or a
-    sequence of these into a :class:`Target`.
+    """Resolve a target name, a profile or a set of profiles into a :class:`Target`.
+
+    Parameters
+    ----------
+    spec : str, Profile, Target or sequence
+        ``portable``, a profile (name, file or object), a comma-separated set
+        (``"nvidia_gl,amd,gpu.json"``), or a sequence of these; a Target is returned as it is.
+
+    Returns
+    -------
+    Target
+        The resolved target.
 
     Raises
     ------
