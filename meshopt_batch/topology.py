@@ -84,6 +84,7 @@ def vertex_faces(triangles: np.ndarray, vertex_count: int | None = None, dtype=n
     Parameters
     ----------
     triangles : (T, 3) integer array
+        The index buffer.
     vertex_count : int, optional
         Defaults to ``max index + 1``.
     dtype : np.int64 or np.int32
@@ -95,6 +96,12 @@ def vertex_faces(triangles: np.ndarray, vertex_count: int | None = None, dtype=n
     offsets : (V + 1,) dtype
         Faces of vertex ``v`` are ``faces[offsets[v]:offsets[v + 1]]`` (ascending face order).
     faces : (sum of valences,) dtype
+        The face lists of all vertices, one after the other.
+
+    Raises
+    ------
+    ValueError
+        Another dtype, or too many triangles for int32.
     """
     tris = _as_triangles(triangles)
     if vertex_count is None:
@@ -137,7 +144,20 @@ def face_index_type(triangle_count: int):
 
 
 def valence(triangles: np.ndarray, vertex_count: int | None = None) -> np.ndarray:
-    """Number of faces incident to each vertex, ``(V,)`` int64."""
+    """Number of faces incident to each vertex.
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        The index buffer.
+    vertex_count : int, optional
+        Defaults to ``max index + 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(V,)`` int64 valences.
+    """
     offsets, _ = vertex_faces(triangles, vertex_count)
     return np.diff(offsets)
 
@@ -189,9 +209,17 @@ def face_adjacency(triangles: np.ndarray, vertex_count: int | None = None):
     Non-manifold edges give every face on the edge as a neighbour; a pair of faces sharing
     two edges is listed once.
 
+    Parameters
+    ----------
+    triangles : (T, 3) integer array
+        The index buffer.
+    vertex_count : int, optional
+        Defaults to ``max index + 1``.
+
     Returns
     -------
     offsets : (T + 1,) int64
+        Where each face's neighbours start in ``neighbours``.
     neighbours : int64 array
         Neighbours of face ``t`` are ``neighbours[offsets[t]:offsets[t + 1]]``.
     """
