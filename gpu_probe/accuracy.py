@@ -40,9 +40,6 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
 
     Parameters
     ----------
-    counter : counter, optional
-        Where the measured counts come from (:mod:`gpu_probe.counters`); default this
-        machine's GPU through OpenGL.
     meshes : iterable of paths, optional
         Default: the shared test meshes (:func:`gpu_probe.corpus.shared_mesh_paths`) with at
         most ``max_triangles`` triangles.
@@ -50,6 +47,15 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
         Triangle orders (``original``, ``shuffled``, ``optimized``).
     profiles : iterable of str, optional
         Default: :func:`default_profiles`.
+    seed : int
+        Seed of the ``shuffled`` order.
+    max_triangles : int or None
+        The largest shared mesh taken by default (None: every one).
+    progress : callable, optional
+        Called with a short text (draw and order) before each measurement.
+    counter : counter, optional
+        Where the measured counts come from (:mod:`gpu_probe.counters`); default this
+        machine's GPU through OpenGL.
 
     Returns
     -------
@@ -92,6 +98,11 @@ def accuracy_table(meshes=None, orders=ORDERS, profiles=None, seed: int = 0,
 def mse_table(df):
     """MSE of the ASR per profile (mean over draws and orders), best first.
 
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows of :func:`accuracy_table`.
+
     Returns
     -------
     pandas.DataFrame
@@ -115,7 +126,25 @@ def mse_by_order(df):
 def plot_accuracy(df, path, title: str | None = None) -> Path:
     """Fig. 2 of paper 001: MSE of predicted ASR vs cache size, batch profiles as lines.
 
-    Writes a PNG to ``path`` and returns it.
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows of :func:`accuracy_table`.
+    path : str or Path
+        The PNG to write (atomically; its folder is made).
+    title : str, optional
+        The plot's title (default: names the renderer).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), Fig. 2.
     """
     import matplotlib  # lazy: plotting libraries load only when a plot is drawn
 

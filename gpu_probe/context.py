@@ -91,6 +91,11 @@ def _fd2_captured(lines: list[str]):
 def get_context():
     """The process-wide moderngl context (created on first use, then reused).
 
+    Returns
+    -------
+    moderngl.Context
+        A headless (EGL) OpenGL 4.3 context.
+
     Raises
     ------
     GLUnavailableError
@@ -112,7 +117,13 @@ def get_context():
 
 
 def gl_available() -> bool:
-    """True when :func:`get_context` succeeds (used by tests to skip cleanly)."""
+    """Whether an OpenGL context can be had here (tests skip cleanly without one).
+
+    Returns
+    -------
+    bool
+        True when :func:`get_context` succeeds.
+    """
     try:
         get_context()
     except GLUnavailableError:

@@ -72,7 +72,20 @@ def capture_waves_through(counter, triangles, vertex_count=None, index_dtype=np.
 
 
 def api_counter(api: str = "gl", adapter: str | None = None):
-    """The counter of ``api`` (``"gl"`` or ``"wgpu"``); ``adapter`` picks a WebGPU adapter.
+    """The counter that draws through one graphics API.
+
+    Parameters
+    ----------
+    api : {"gl", "wgpu"}
+        OpenGL (moderngl, headless EGL) or WebGPU (wgpu: Vulkan, Metal, Direct3D 12).
+    adapter : str, optional
+        With ``wgpu``: the adapter whose name, backend and driver contain every word of it
+        (default: a discrete GPU before an integrated one, before a CPU).
+
+    Returns
+    -------
+    counter
+        An object with ``measure``, ``measure_many`` and ``info``.
 
     Raises
     ------
@@ -93,9 +106,19 @@ RECORD_KEYS = ("api", "backend", "adapter", "driver", "wgpu")
 
 
 def renderer_record(info: dict) -> dict:
-    """What measured, from a counter's ``info``: ``renderer``, ``vendor``, ``version`` and, where
-    known, ``api`` (``gl``, ``wgpu`` or ``counter``), ``backend``, ``adapter``, ``driver`` and
-    ``wgpu``."""
+    """What measured, from a counter's ``info``: the fields a results file records.
+
+    Parameters
+    ----------
+    info : dict
+        A counter's ``info``.
+
+    Returns
+    -------
+    dict
+        ``renderer``, ``vendor``, ``version`` and, where known, ``api`` (``gl``, ``wgpu`` or
+        ``counter``), ``backend``, ``adapter``, ``driver`` and ``wgpu``.
+    """
     rec = {k: info[k] for k in ("renderer", "vendor", "version")}
     rec.update({k: info[k] for k in RECORD_KEYS if k in info})
     return rec
@@ -169,6 +192,25 @@ class FunctionCounter(_CallCounter):
                      "api": "counter"}
 
     def counts(self, indices, vertex_count):
+        """The invocations of every vertex for one draw.
+
+        Parameters
+        ----------
+        indices : numpy.ndarray
+            1-D ``uint32`` index buffer of one triangle-list draw.
+        vertex_count : int
+            Size of the vertex buffer.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(vertex_count,)`` int64 invocations per vertex.
+
+        Raises
+        ------
+        MeshoptBatchError
+            The function raised, or returned something that is not such an array.
+        """
         try:
             out = self.fn(indices, vertex_count)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's function may raise anything
@@ -201,8 +243,15 @@ def _describe_exception(exc: BaseException) -> str:
 
 
 class ModelCounter(_CallCounter):
-    """A counter answering with a profile's prediction (paper 001, Algorithm 1): the probe's
-    experiments and fit run against a known model."""
+    """A counter answering with a profile's prediction (paper 001, Algorithm 1).
+
+    The probe's experiments and fit then run against a known model.
+
+    Parameters
+    ----------
+    profile : str or Profile
+        The profile whose predictions are the counts.
+    """
 
     def __init__(self, profile):
         self.profile = get_profile(profile)
@@ -210,6 +259,20 @@ class ModelCounter(_CallCounter):
                      "vendor": "meshopt_batch.reuse", "version": "model", "api": "counter"}
 
     def counts(self, indices, vertex_count):
+        """The invocations of every vertex for one draw.
+
+        Parameters
+        ----------
+        indices : numpy.ndarray
+            1-D ``uint32`` index buffer of one triangle-list draw.
+        vertex_count : int
+            Size of the vertex buffer.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(vertex_count,)`` int64 invocations per vertex.
+        """
         return predict(indices.reshape(-1, 3), vertex_count, profile=self.profile,
                        per_vertex=True).shaded_per_vertex
 
@@ -245,8 +308,19 @@ def _takes_indices_and_count(fn) -> str | None:
 
 
 def resolve_counter(spec: str | None):
-    """The counter named by ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` (None: this machine's
-    GPU through OpenGL).
+    """The counter named by ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION``.
+
+    Parameters
+    ----------
+    spec : str or None
+        ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` naming a function
+        ``fn(indices, vertex_count) -> per-vertex invocations``; None: this machine's GPU
+        through OpenGL.
+
+    Returns
+    -------
+    counter
+        A :class:`FunctionCounter`, or the OpenGL counter.
 
     Raises
     ------
