@@ -704,9 +704,26 @@ RENDER_STATE_EXPERIMENTS = ("index_size", "render_state")
 class ExperimentSuite:
     """All experiments of one run, with the driver strings and the date.
 
-    ``platform`` names what drew, where the counter knows it (:func:`gpu_probe.counters.renderer_record`):
-    ``api`` (``gl``, ``wgpu``, ``counter``) and, through WebGPU, ``backend``, ``adapter``,
-    ``driver`` and ``wgpu``.
+    Attributes
+    ----------
+    renderer, vendor, version : str
+        The driver strings of what drew.
+    date : str
+        When the run was made (UTC).
+    experiments : dict of str to Experiment
+        Each experiment by name (:data:`EXPERIMENTS`).
+    seconds : float
+        Time the run took.
+    platform : dict
+        What drew, where the counter knows it (:func:`gpu_probe.counters.renderer_record`):
+        ``api`` (``gl``, ``wgpu``, ``counter``) and, through WebGPU, ``backend``,
+        ``adapter``, ``driver`` and ``wgpu``.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), sec. 3.1-3.3.
     """
 
     renderer: str
@@ -721,13 +738,33 @@ class ExperimentSuite:
         return self.experiments[name]
 
     def step_positions(self) -> dict:
-        """``{experiment: steps}``: the raw step positions (the CLI's summary)."""
+        """The raw step positions of every experiment (the command line's summary).
+
+        Returns
+        -------
+        dict
+            Experiment name to its first 32 step positions.
+        """
         return {k: v.steps[:32] for k, v in self.experiments.items()}
 
     def derived(self) -> dict:
+        """What each experiment derived (a batch size, a memory size...).
+
+        Returns
+        -------
+        dict
+            Experiment name to its derived values.
+        """
         return {k: v.derived for k, v in self.experiments.items()}
 
     def to_dict(self) -> dict:
+        """The run as the JSON a results file holds.
+
+        Returns
+        -------
+        dict
+            The driver strings, platform, date, time and every experiment's record.
+        """
         return {
             "renderer": self.renderer, "vendor": self.vendor, "version": self.version,
             **self.platform, "date": self.date, "seconds": round(self.seconds, 3),
@@ -736,6 +773,18 @@ class ExperimentSuite:
 
     @classmethod
     def from_dict(cls, d: dict) -> ExperimentSuite:
+        """A run from its JSON form (:meth:`to_dict`).
+
+        Parameters
+        ----------
+        d : dict
+            The run's record.
+
+        Returns
+        -------
+        ExperimentSuite
+            The run.
+        """
         exps = {k: Experiment(**v) for k, v in d["experiments"].items()}
         return cls(d["renderer"], d["vendor"], d["version"], d["date"], exps,
                    d.get("seconds", 0.0), {k: d[k] for k in RECORD_KEYS if k in d})
@@ -757,6 +806,17 @@ def run_experiments(counter=None, only=None, max_indices: int = 3300,
         Longest staircase draw (must show at least one step for the later experiments).
     progress : callable, optional
         Called with each experiment's name before it runs.
+
+    Returns
+    -------
+    ExperimentSuite
+        Every experiment's draws, measured and expected counts, steps and derived values.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), sec. 3.1-3.3.
     """
     t0 = time.perf_counter()
     counter = gl_counter() if counter is None else counter

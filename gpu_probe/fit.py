@@ -47,9 +47,17 @@ from .experiments import ExperimentSuite, random_buffer_set, run_experiments
 def fit_profile(suite: ExperimentSuite, name: str = "fitted") -> tuple[Profile, list[str]]:
     """Decide a profile from the experiments' derived values.
 
+    Parameters
+    ----------
+    suite : ExperimentSuite
+        The experiments' results.
+    name : str
+        The fitted profile's name.
+
     Returns
     -------
     profile : Profile
+        Batch bounds, memory kind and size, and the 2^16 rule as the experiments showed them.
     reasons : list of str
         One line per decision, naming the experiment and the value it showed.
     """
@@ -203,12 +211,23 @@ def verify(profile: Profile, counter=None, *, random_count: int = 120, seed: int
 
     Parameters
     ----------
+    profile : Profile
+        The profile checked.
     counter : counter, optional
         Where the counts come from (:mod:`gpu_probe.counters`); default this machine's GPU.
-    random_count : int
+    random_count : int, keyword-only
         Random index buffers (:func:`gpu_probe.experiments.random_buffer_set`, ``seed``).
-    meshes : iterable of paths
+    seed : int, keyword-only
+        Seed of the random buffers.
+    meshes : iterable of paths, keyword-only
         Mesh files; every draw of each is checked in every order of ``orders``.
+    orders : iterable of str, keyword-only
+        Triangle orders of the mesh draws (``original``, ``shuffled``, ``optimized``).
+
+    Returns
+    -------
+    Verification
+        One row per draw: measured and predicted invocations.
     """
     counter = gl_counter() if counter is None else counter
     ver = Verification(profile.name)

@@ -83,12 +83,15 @@ class Measurement:
     agree : bool
         False only when both counters exist and differ (``invocations`` is then the SSBO's).
     triangles, vertex_count : int
+        The draw's triangles and its vertex buffer's size.
     index_type : str
         ``"uint16"`` or ``"uint32"``.
     renderer, vendor, version : str
         The driver strings of the context that measured.
     seconds : float
         Wall time of upload + draw + read-back.
+    notes : tuple of str
+        One line per thing worth knowing (e.g. the two counters disagreeing).
     """
 
     invocations: int
@@ -113,6 +116,7 @@ class Measurement:
 
     @property
     def referenced_vertices(self) -> int | None:
+        """Distinct vertices the draw shaded (None without per-vertex counts)."""
         if self.per_vertex is None:
             return None
         return int(np.count_nonzero(self.per_vertex))
@@ -124,6 +128,18 @@ class Measurement:
         return self.invocations / ref if ref else None
 
     def to_dict(self, per_vertex: bool = False) -> dict:
+        """The measurement as the JSON the probe prints and results files hold.
+
+        Parameters
+        ----------
+        per_vertex : bool
+            Include the per-vertex counts.
+
+        Returns
+        -------
+        dict
+            The figures by name.
+        """
         d = {
             "invocations": self.invocations,
             "asr": self.asr,
@@ -420,6 +436,7 @@ def measure_invocations(triangles, vertex_count=None, index_dtype=np.uint32, *,
     Returns
     -------
     Measurement
+        The invocations counted (and per vertex, when asked), with the driver strings.
     """
     return prober().measure(triangles, vertex_count, index_dtype, method=method,
                             per_vertex=per_vertex, positions=positions)

@@ -42,6 +42,7 @@ def simulate_vsplit(indices, segment_size: int = SEGMENT_SIZE, slots: int = SLOT
     Returns
     -------
     int, or (int, dict) with ``per_vertex``
+        The invocations, and with ``per_vertex`` also each shaded vertex's count.
     """
     flat = [int(v) for v in np.asarray(indices).reshape(-1)]
     invocations = 0

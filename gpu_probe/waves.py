@@ -162,11 +162,30 @@ def parse_waves(data: np.ndarray) -> tuple[list[np.ndarray], int]:
 
 
 def capture_waves(triangles, vertex_count=None, index_dtype=np.uint32) -> Waves:
-    """Record which vertex indices each wave shaded for one indexed draw, through OpenGL
-    (:func:`gpu_probe.counters.capture_waves_through` picks the API of a counter).
+    """Record which vertex indices each wave shaded for one indexed draw, through OpenGL.
 
-    Returns a :class:`Waves` with ``supported=False`` (and the reason) when the driver has
-    no usable subgroup operations in vertex shaders.
+    :func:`gpu_probe.counters.capture_waves_through` picks the API of a counter.
+
+    Parameters
+    ----------
+    triangles : (T, 3) integer array_like
+        The index buffer, drawn once.
+    vertex_count : int, optional
+        Size of the vertex buffer (default: the largest index + 1).
+    index_dtype : numpy dtype
+        The index type drawn (``uint16`` or ``uint32``).
+
+    Returns
+    -------
+    Waves
+        The waves and the subgroup size; ``supported=False`` (and the reason) when the
+        driver has no usable subgroup operations in vertex shaders.
+
+    References
+    ----------
+    .. [1] B. Kerbl, M. Kenzel, E. Ivanchenko, D. Schmalstieg, M. Steinberger, "Revisiting the
+       Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU",
+       Proc. ACM Comput. Graph. Interact. Tech. 1(2), 2018 (paper 001), sec. 3.2.
     """
     import moderngl  # lazy: loads libGL; importing gpu_probe must not touch GL
 
