@@ -58,8 +58,14 @@ MESH_SUFFIXES = (".ply", ".obj", ".off", ".stl", ".glb", ".gltf")
 
 
 def shared_meshes_dir() -> Path:
-    """``$MESHOPT_BATCH_SHARED_MESHES`` if set, else ``../shared/meshes`` beside the repository
-    (the folder may not exist)."""
+    """The folder of the shared test meshes.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$MESHOPT_BATCH_SHARED_MESHES`` if set, else ``../shared/meshes`` beside the
+        repository (the folder may not exist).
+    """
     env = os.environ.get(_ENV)
     return Path(env) if env else (_REPO_ROOT.parent / "shared" / "meshes").resolve()
 
@@ -69,7 +75,18 @@ SHARED_MESH_DIR = shared_meshes_dir()
 
 
 def shared_mesh_path(name: str) -> Path | None:
-    """Path of a shared mesh (``"bunny"`` or ``"bunny.ply"``), or ``None`` when absent."""
+    """The path of a shared mesh, found by name.
+
+    Parameters
+    ----------
+    name : str
+        ``"bunny"`` (any of :data:`MESH_SUFFIXES`) or ``"bunny.ply"``.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The file, or None when it is absent (tests skip).
+    """
     d = shared_meshes_dir()
     if not d.is_dir():
         return None
@@ -84,7 +101,13 @@ def shared_mesh_path(name: str) -> Path | None:
 
 
 def shared_meshes() -> list[Path]:
-    """Every mesh file in the shared folder, sorted by name (empty when the folder is absent)."""
+    """Every mesh file in the shared folder.
+
+    Returns
+    -------
+    list of pathlib.Path
+        Sorted by name; empty when the folder is absent.
+    """
     d = shared_meshes_dir()
     if not d.is_dir():
         return []
@@ -119,7 +142,25 @@ def _grid_triangles(nu: int, nv: int, wrap_u: bool = False, wrap_v: bool = False
 
 
 def grid(nx: int = 8, ny: int | None = None) -> Mesh:
-    """``[0, 1]^2`` in the XY plane facing +Z, ``nx x ny`` quads, rows of increasing y."""
+    """A grid over ``[0, 1]^2`` in the XY plane facing +Z, rows of increasing y.
+
+    Parameters
+    ----------
+    nx : int
+        Quads along x (at least 1).
+    ny : int, optional
+        Quads along y (default ``nx``).
+
+    Returns
+    -------
+    Mesh
+        The mesh, with ``normal`` and ``uv`` attributes.
+
+    Raises
+    ------
+    ValueError
+        A size under 1.
+    """
     nx = int(nx)
     ny = nx if ny is None else int(ny)
     if nx < 1 or ny < 1:
@@ -132,11 +173,28 @@ def grid(nx: int = 8, ny: int | None = None) -> Mesh:
 
 
 def uv_sphere(n_lat: int = 8, n_lon: int = 16) -> Mesh:
-    """Unit sphere of ``n_lat`` latitude bands and ``n_lon`` longitude segments.
+    """A unit sphere of latitude bands and longitude segments.
 
     Vertices: ``n_lon`` north-pole copies (one per segment, so ``u`` is right), the
     ``n_lat - 1`` inner rings of ``n_lon + 1`` vertices (the seam is duplicated), then
     ``n_lon`` south-pole copies.  No degenerate triangles.
+
+    Parameters
+    ----------
+    n_lat : int
+        Latitude bands (at least 2).
+    n_lon : int
+        Longitude segments (at least 3).
+
+    Returns
+    -------
+    Mesh
+        The mesh, with ``normal`` and ``uv`` attributes.
+
+    Raises
+    ------
+    ValueError
+        Too few bands or segments.
     """
     la, lo = int(n_lat), int(n_lon)
     if la < 2 or lo < 3:
@@ -168,11 +226,26 @@ def uv_sphere(n_lat: int = 8, n_lon: int = 16) -> Mesh:
 
 
 def icosphere(subdiv: int = 2) -> Mesh:
-    """Unit icosphere: an icosahedron whose triangles are split in four ``subdiv`` times.
+    """A unit icosphere: an icosahedron whose triangles are split in four ``subdiv`` times.
 
     Edge midpoints are created in triangle order and shared, so the mesh is closed
     (``V = 10 * 4^s + 2``, ``T = 20 * 4^s``).  ``uv`` is the spherical mapping without
     seam copies (it wraps at ``u = 0/1``).
+
+    Parameters
+    ----------
+    subdiv : int
+        Subdivisions (at least 0).
+
+    Returns
+    -------
+    Mesh
+        The mesh, with ``normal`` and ``uv`` attributes.
+
+    Raises
+    ------
+    ValueError
+        A negative subdivision.
     """
     s = int(subdiv)
     if s < 0:
@@ -207,10 +280,31 @@ def icosphere(subdiv: int = 2) -> Mesh:
 
 def torus(n_major: int = 24, n_minor: int = 12, major_radius: float = 1.0,
           minor_radius: float = 0.25) -> Mesh:
-    """Closed torus around +Y: ``n_major x n_minor`` vertices, every vertex of valence 6.
+    """A closed torus around +Y, every vertex of valence 6.
 
     Vertex ``(i, j)`` (``i`` around the main ring, ``j`` around the tube) is
     ``j * n_major + i``; no seam copies, so ``uv = (i / n_major, j / n_minor)`` wraps.
+
+    Parameters
+    ----------
+    n_major : int
+        Vertices around the main ring (at least 3).
+    n_minor : int
+        Vertices around the tube (at least 3).
+    major_radius : float
+        Radius of the main ring.
+    minor_radius : float
+        Radius of the tube.
+
+    Returns
+    -------
+    Mesh
+        The mesh, with ``normal`` and ``uv`` attributes.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 3 vertices around either ring.
     """
     M, m = int(n_major), int(n_minor)
     if M < 3 or m < 3:
@@ -227,7 +321,13 @@ def torus(n_major: int = 24, n_minor: int = 12, major_radius: float = 1.0,
 
 
 def cube() -> Mesh:
-    """``[-0.5, 0.5]^3``: 6 faces of 4 vertices (flat normals, uv ``[0, 1]^2`` per face)."""
+    """The cube ``[-0.5, 0.5]^3``: 6 faces of 4 vertices (flat normals, uv ``[0, 1]^2`` per face).
+
+    Returns
+    -------
+    Mesh
+        24 vertices, 12 triangles, with ``normal`` and ``uv`` attributes.
+    """
     # (normal, u axis, v axis) with u x v = normal: CCW seen from outside
     faces = [((1, 0, 0), (0, 0, -1), (0, 1, 0)), ((-1, 0, 0), (0, 0, 1), (0, 1, 0)),
              ((0, 1, 0), (1, 0, 0), (0, 0, -1)), ((0, -1, 0), (1, 0, 0), (0, 0, 1)),
@@ -244,11 +344,28 @@ def cube() -> Mesh:
 
 
 def random_soup(n: int = 100, seed: int = 0) -> Mesh:
-    """``n`` disconnected triangles (``3n`` vertices, no vertex shared) in ``[-1, 1]^3``.
+    """Disconnected triangles in ``[-1, 1]^3``, no vertex shared.
 
     Triangle ``k`` uses vertices ``3k, 3k+1, 3k+2``; normals are the face normals and the
     uvs ``(0,0), (1,0), (0,1)``.  The worst case for any vertex cache: every corner is a
     new vertex.
+
+    Parameters
+    ----------
+    n : int
+        Triangles (at least 1).
+    seed : int
+        Seed of the random positions.
+
+    Returns
+    -------
+    Mesh
+        The mesh, with ``normal`` and ``uv`` attributes.
+
+    Raises
+    ------
+    ValueError
+        ``n`` under 1.
     """
     n = int(n)
     if n < 1:
