@@ -63,7 +63,19 @@ _RESULT_FIELDS = ("invocations", "triangles", "vertices_before", "vertices_after
 
 @dataclass
 class LibrarySettings:
-    """How a library run executes (the options of the files themselves are AssetOptions)."""
+    """How a library run executes (the options of the files themselves are AssetOptions).
+
+    Attributes
+    ----------
+    workers : int or None
+        Worker processes on this machine (default: one per core).
+    scheduler : str or None
+        A Dask scheduler's address (``tcp://HOST:PORT``): run on that cluster instead.
+    max_memory : int or None
+        Bytes the files being optimized at once may take (default: the memory available).
+    progress : bool or None
+        Show a progress bar (None: when stderr is a terminal).
+    """
 
     workers: int | None = None
     scheduler: str | None = None
@@ -73,7 +85,25 @@ class LibrarySettings:
 
 @dataclass
 class LibraryResult:
-    """What a library run did: the manifest's entries (ordered by path) and its timing."""
+    """What a library run did: the manifest's entries (ordered by path) and its timing.
+
+    Attributes
+    ----------
+    entries : list of dict
+        One manifest entry per input file, ordered by path.
+    manifest : pathlib.Path
+        ``OUTDIR/manifest.jsonl``.
+    seconds : float
+        Time the run took.
+    workers : int
+        Worker slots used.
+    computed : int
+        Files optimized in this run (the others came from the cache).
+    counts : dict
+        Files per status (``ok``, ``cached``, ``failed``, ``passed-through``).
+    removed : list of str
+        Output files removed because their input is no longer in the library.
+    """
 
     entries: list[dict]
     manifest: Path
@@ -86,6 +116,7 @@ class LibraryResult:
 
     @property
     def failed(self) -> list[dict]:
+        """The entries of the files that failed."""
         return [e for e in self.entries if e["status"] == "failed"]
 
 
@@ -271,6 +302,25 @@ def _make_backend(settings: LibrarySettings, jobs: int):
 def optimize_library(source: str | os.PathLike, out: str | os.PathLike, options: AssetOptions,
                      settings: LibrarySettings | None = None) -> LibraryResult:
     """Optimize every mesh file under ``source`` into the same relative path under ``out``.
+
+    Each file is written as ``optimize_file`` writes it; ``out/manifest.jsonl`` records every
+    file, and a rerun reuses what is unchanged (content cache) and finishes an interrupted run.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        The library's folder.
+    out : str or os.PathLike
+        The output folder (made when absent); it mirrors ``source``.
+    options : AssetOptions
+        The options of every file (as for one file).
+    settings : LibrarySettings, optional
+        Workers, Dask scheduler, memory budget, progress bar.
+
+    Returns
+    -------
+    LibraryResult
+        The manifest's entries, counts per status and timing.
 
     Raises
     ------
