@@ -53,14 +53,26 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
 
     The comparison, the meshlets and the probe run here while workers, one per core, run the
     shipped-order table, the real assets, the real-GPU files and the simulate matrix's cells
-    (:mod:`~meshopt_batch_app.report.workers`).  ``progress``: show the stages on stderr
-    (:mod:`~meshopt_batch_app.report.progress`; ``None``: when stdout and stderr are
-    terminals).
+    (:mod:`~meshopt_batch_app.report.workers`).  Nothing is written before every stage has
+    finished.
 
-    Returns ``{"html", "markdown", "figures", "data", "seconds", "stages", "jobs"}``:
-    ``stages`` is each stage's wall time, from its first job's start to its last job's end
-    (stages on the workers overlap this process's), ``jobs`` each worker stage's jobs' times
-    added up; nothing is written before every stage has finished.
+    Parameters
+    ----------
+    out_dir : str or Path
+        The report's folder (``index.html``, ``report.md``, figures and data).
+    scope : Scope
+        What the report covers (:func:`get_scope`).
+    progress : bool or None
+        Show the stages on stderr (:mod:`~meshopt_batch_app.report.progress`; None: when
+        stdout and stderr are terminals).
+
+    Returns
+    -------
+    dict
+        ``{"html", "markdown", "figures", "data", "seconds", "stages", "jobs"}``: ``stages``
+        is each stage's wall time, from its first job's start to its last job's end (stages
+        on the workers overlap this process's), ``jobs`` each worker stage's jobs' times
+        added up.
 
     Raises
     ------
