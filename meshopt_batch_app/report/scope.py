@@ -33,29 +33,50 @@ class Scope:
 
     Attributes
     ----------
-    name : ``full``, ``quick`` or ``smoke`` (the test suite's: every section and figure kind,
-        smallest inputs)
-    procedural : procedural meshes as ``(generator, args)`` of :mod:`meshes`
-    shared : ``"all"`` (every file of ../shared/meshes up to ``max_shared_triangles``),
-        ``"bunny"`` or ``"none"``
-    frames : frames per simulated scene (``None``: the scene's own count)
-    size : render resolution ``(width, height)`` (``None``: the scene's own, 1196 x 768)
-    probe_orders : triangle orders the predicted-vs-measured scatter measures
-    probe_random : random index buffers the fitted profile is verified on
-    compare_profiles : GPU profiles of the compare tables (``None``: every built-in)
-    orders : triangle orders of the simulate matrix on every scene
-    overdraw_orders, overdraw_scenes : orders run in addition on the overdraw scenes
-    workers : processes the report's jobs run on beside this one (the shipped-order table, the
-        real assets, the real-GPU files, the simulate matrix's cells; ``None``: one per core;
-        1: all in this process)
-    shipped_max_triangles : meshes above this are left out of the shipped-order table (time;
-        ``None``: none)
-    assets_dir : glTF assets of the real-assets section (``None``: ``../shared/gltf``)
-    asset_pick : ``(min triangles, max triangles, count)``: only the ``count`` largest assets
-        in that range (``None``: every asset)
-    results_dir : committed GPU measurements (``None``: the repository's ``results/``)
-    block_rule_stride : predict every n-th 2^16 block-rule draw of the results again
-        (``None``: none; their buffers take seconds to regenerate)
+    name : str
+        ``full``, ``quick`` or ``smoke`` (the test suite's: every section and figure kind,
+        smallest inputs).
+    procedural : tuple
+        Procedural meshes as ``(generator, args)`` of :mod:`meshes`.
+    shared : str
+        ``"all"`` (every file of ../shared/meshes up to ``max_shared_triangles``),
+        ``"bunny"`` or ``"none"``.
+    max_shared_triangles : int or None
+        The largest shared mesh taken (None: every one).
+    frames : int or None
+        Frames per simulated scene (None: the scene's own count).
+    size : tuple or None
+        Render resolution ``(width, height)`` (None: the scene's own, 1196 x 768).
+    probe_orders : tuple of str
+        Triangle orders the predicted-vs-measured scatter measures.
+    probe_random : int
+        Random index buffers the fitted profile is verified on.
+    compare_profiles : tuple of str or None
+        GPU profiles of the compare tables (None: every built-in).
+    orders : tuple of str
+        Triangle orders of the simulate matrix on every scene.
+    overdraw_orders, overdraw_scenes : tuple of str
+        Orders run in addition on the overdraw scenes, and those scenes.
+    scenes : tuple of str or None
+        The scenes simulated (None: every shipped scene).
+    mesh_paths : tuple of Path
+        Mesh files given with ``--mesh`` (instead of the shared meshes).
+    workers : int or None
+        Processes the report's jobs run on beside this one (the shipped-order table, the
+        real assets, the real-GPU files, the simulate matrix's cells; None: one per core;
+        1: all in this process).
+    shipped_max_triangles : int or None
+        Meshes above this are left out of the shipped-order table (time; None: none).
+    assets_dir : str or None
+        glTF assets of the real-assets section (None: ``../shared/gltf``).
+    asset_pick : tuple or None
+        ``(min triangles, max triangles, count)``: only the ``count`` largest assets in that
+        range (None: every asset).
+    results_dir : str or None
+        Committed GPU measurements (None: the repository's ``results/``).
+    block_rule_stride : int or None
+        Predict every n-th 2^16 block-rule draw of the results again (None: none; their
+        buffers take seconds to regenerate).
     """
 
     name: str
@@ -80,7 +101,18 @@ class Scope:
     block_rule_stride: int | None = None
 
     def command(self, out_dir) -> str:
-        """The ``meshopt-batch report`` command line that runs this scope."""
+        """The ``meshopt-batch report`` command line that runs this scope.
+
+        Parameters
+        ----------
+        out_dir : str or Path
+            The report's folder, as ``--out``.
+
+        Returns
+        -------
+        str
+            The command line.
+        """
         parts = [f"meshopt-batch report --out {out_dir}"]
         if self.name != "full":
             parts.append(f"--scope {self.name}")
@@ -102,10 +134,28 @@ class Scope:
         return tuple(dict.fromkeys(self.orders + self.overdraw_orders))
 
     def orders_for(self, scene: str) -> tuple:
-        """The orders the matrix runs on ``scene``."""
+        """The orders the simulate matrix runs on one scene.
+
+        Parameters
+        ----------
+        scene : str
+            A scene's name.
+
+        Returns
+        -------
+        tuple of str
+            :attr:`all_orders` on the overdraw scenes, else :attr:`orders`.
+        """
         return self.all_orders if scene in self.overdraw_scenes else self.orders
 
     def describe(self) -> str:
+        """One line saying what the scope simulates (frames, resolution, orders).
+
+        Returns
+        -------
+        str
+            The line.
+        """
         res = f"{self.size[0]}x{self.size[1]}" if self.size else "each scene's own resolution"
         frames = f"{self.frames} frames" if self.frames else "each scene's own frame count"
         extra = (f", and {', '.join(self.overdraw_orders)} on {', '.join(self.overdraw_scenes)}"
@@ -134,8 +184,33 @@ SCOPES = {
 
 
 def get_scope(name: str, meshes=None, scenes=None, frames=None, assets=None, results=None) -> Scope:
-    """The named scope with the command line's ``--mesh`` / ``--scene`` / ``--frames`` /
-    ``--assets`` / ``--results`` (the two folders must exist)."""
+    """The named scope, with the command line's choices applied.
+
+    Parameters
+    ----------
+    name : str
+        ``full``, ``quick`` or ``smoke`` (:data:`SCOPES`).
+    meshes : iterable of str, optional
+        ``--mesh``: mesh files or folders, instead of the shared meshes.
+    scenes : iterable of str, optional
+        ``--scene``: the scenes simulated.
+    frames : int, optional
+        ``--frames``: frames per scene (at least 1).
+    assets : str, optional
+        ``--assets``: the glTF assets' folder (must exist).
+    results : str, optional
+        ``--results``: the GPU measurements' folder (must exist).
+
+    Returns
+    -------
+    Scope
+        The scope.
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown scope, a missing file or folder, or a bad frame count.
+    """
     try:
         scope = SCOPES[name]
     except KeyError:
