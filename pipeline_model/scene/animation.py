@@ -81,7 +81,19 @@ def interpolate_keys(keys: list[dict], frame: float, name: str, default):
 
 @dataclass(frozen=True)
 class Animation:
-    """How an object moves: keyframes, then per-frame velocity, spin and oscillation."""
+    """How an object moves: keyframes, then per-frame velocity, spin and oscillation.
+
+    Attributes
+    ----------
+    velocity : tuple of float
+        World units added to the position per frame.
+    spin : tuple of float
+        Degrees added to the Euler rotation per frame.
+    keyframes : tuple of dict
+        ``{"frame", "position", "rotation", "scale"}`` entries by frame, interpolated.
+    oscillate : dict or None
+        ``{"axis", "amplitude", "period", "phase"}``: a sine offset along ``axis``.
+    """
 
     velocity: tuple = (0.0, 0.0, 0.0)
     spin: tuple = (0.0, 0.0, 0.0)
@@ -90,6 +102,25 @@ class Animation:
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str) -> Animation:
+        """An animation from its scene-JSON form, checked.
+
+        Parameters
+        ----------
+        d : dict
+            The ``animation`` object of a scene file.
+        ctx : str
+            Where it is in the file, for messages.
+
+        Returns
+        -------
+        Animation
+            The animation.
+
+        Raises
+        ------
+        SceneError
+            An unknown key or a value of the wrong type, named by its place.
+        """
         check_keys(d, ("velocity", "spin", "keyframes", "oscillate"), ctx)
         kw: dict[str, Any] = {}
         for k in ("velocity", "spin"):
@@ -122,6 +153,13 @@ class Animation:
         return cls(**kw)
 
     def to_dict(self) -> dict:
+        """The scene-JSON form (what is not the default only).
+
+        Returns
+        -------
+        dict
+            The ``animation`` object.
+        """
         d: dict[str, Any] = {}
         if any(self.velocity):
             d["velocity"] = list(self.velocity)
@@ -136,10 +174,28 @@ class Animation:
 
     @property
     def static(self) -> bool:
+        """True when nothing moves (no velocity, spin, keyframes or oscillation)."""
         return not (any(self.velocity) or any(self.spin) or self.keyframes or self.oscillate)
 
     def placement(self, frame: int, position, rotation, scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(position, rotation, scale) at ``frame`` of an object placed at the given rest pose."""
+        """Where an object placed at a rest pose is at one frame.
+
+        Parameters
+        ----------
+        frame : int
+            The frame.
+        position, rotation, scale : array_like, shape (3,)
+            The rest pose (rotation as Euler angles in degrees).
+
+        Returns
+        -------
+        position : numpy.ndarray
+            The position at ``frame``.
+        rotation : numpy.ndarray
+            The Euler rotation (degrees) at ``frame``.
+        scale : numpy.ndarray
+            The scale at ``frame``.
+        """
         keys = list(self.keyframes)
         pos = np.asarray(interpolate_keys(keys, frame, "position", position), np.float64)
         rot = np.asarray(interpolate_keys(keys, frame, "rotation", rotation), np.float64)
