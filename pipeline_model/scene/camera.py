@@ -79,7 +79,29 @@ def screen_projection(width: int, height: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Camera:
-    """A camera and its path over the frames (``CAMERA`` in the scene format)."""
+    """A camera and its path over the frames (``CAMERA`` in the scene format).
+
+    Attributes
+    ----------
+    projection : str
+        ``perspective``, ``orthographic`` or ``screen`` (2D: positions in pixels).
+    fovy : float
+        Vertical field of view in degrees (perspective).
+    near, far : float
+        Clip plane distances.
+    height : float
+        The view's height in world units (orthographic).
+    eye, target, up : tuple of float
+        Where the camera is, what it looks at, and its up direction.
+    path : tuple of dict
+        Keyframes ``{"frame", "eye", "target", "fovy", "height"}``, interpolated.
+    orbit : dict or None
+        ``{"center", "radius", "height", "start", "speed"}``: circle around a point.
+    velocity : tuple of float
+        World units the camera and its target move per frame.
+    size : tuple or None
+        A screen projection's logical pixel size (None: the screen's).
+    """
 
     projection: str = "perspective"
     fovy: float = 60.0
@@ -99,6 +121,25 @@ class Camera:
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str = "camera") -> Camera:
+        """A camera from its scene-JSON form, checked.
+
+        Parameters
+        ----------
+        d : dict
+            The ``camera`` object of a scene file.
+        ctx : str
+            Where it is in the file, for messages.
+
+        Returns
+        -------
+        Camera
+            The camera.
+
+        Raises
+        ------
+        SceneError
+            An unknown key, a value of the wrong type or range, named by its place.
+        """
         check_keys(d, cls._KEYS, ctx)
         kw: dict[str, Any] = {}
         if "projection" in d:
@@ -151,6 +192,13 @@ class Camera:
         return cam
 
     def to_dict(self) -> dict:
+        """The scene-JSON form.
+
+        Returns
+        -------
+        dict
+            The ``camera`` object.
+        """
         d: dict[str, Any] = {"projection": self.projection}
         if self.projection == "screen":
             if self.size is not None:
@@ -167,7 +215,24 @@ class Camera:
         return d
 
     def placement(self, frame: int) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """(eye, target, fovy, ortho height) at a frame."""
+        """Where the camera is and what it sees at one frame.
+
+        Parameters
+        ----------
+        frame : int
+            The frame.
+
+        Returns
+        -------
+        eye : numpy.ndarray
+            The camera's position.
+        target : numpy.ndarray
+            The point it looks at.
+        fovy : float
+            The vertical field of view in degrees.
+        height : float
+            The orthographic view height.
+        """
         eye = interpolate_keys(list(self.path), frame, "eye", self.eye)
         target = interpolate_keys(list(self.path), frame, "target", self.target)
         fovy = interpolate_keys(list(self.path), frame, "fovy", self.fovy)
@@ -184,7 +249,24 @@ class Camera:
         return eye + v, target + v, float(fovy), float(height)
 
     def matrices(self, frame: int, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(view, projection, eye position) at a frame for a ``width x height`` screen."""
+        """The view and projection matrices at one frame.
+
+        Parameters
+        ----------
+        frame : int
+            The frame.
+        width, height : int
+            The screen's size in pixels.
+
+        Returns
+        -------
+        view : numpy.ndarray
+            ``(4, 4)`` view matrix.
+        projection : numpy.ndarray
+            ``(4, 4)`` projection matrix.
+        eye : numpy.ndarray
+            The camera's position.
+        """
         if self.projection == "screen":
             w, h = self.size if self.size is not None else (width, height)
             return np.eye(4), screen_projection(w, h), np.array([0.0, 0.0, -1.0])
