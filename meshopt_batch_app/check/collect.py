@@ -5,10 +5,12 @@ every mesh file under each PATH that is a folder, found as ``optimize DIR`` find
 (:func:`..library.discovery.discover`).  A file named twice is judged once.
 
 Each file is hashed with its external files and keyed as the library runner keys it
-(:mod:`..library.fingerprint`).  A key found in the cache (:mod:`.cache`) is judged from there;
-the others are optimized exactly as ``optimize DIR`` optimizes a file, by the library's worker
+(:mod:`..library.fingerprint`).  A key found in the cache (:mod:`.cache`), or known from a
+baseline manifest as ``optimize``'s own output (:mod:`.provenance`), is judged from there; the
+others are optimized exactly as ``optimize DIR`` optimizes a file, by the library's worker
 (:func:`..library.worker.optimize_one`, the same options), into a temporary folder that is
-removed as soon as the file's figures are read: nothing is written beside the assets.  Files
+removed as soon as the file's figures are read: nothing is written beside the assets.  The
+cache keeps each file's record and its output's (:func:`.provenance.output_record`).  Files
 with equal keys (copies of one asset) are computed once.  Several files run on the library's
 process pool (:class:`..library.local.LocalBackend`, largest first within the memory budget,
 :func:`..library.dispatch.run_jobs`); a single one runs in this process.
@@ -35,6 +37,7 @@ from ..library.local import LocalBackend, default_workers
 from ..library.memory import default_budget, estimate_memory, estimate_triangles
 from ..library.worker import Task, one_line, optimize_one
 from .cache import ResultCache
+from .provenance import PROVENANCE, output_key, output_record
 
 __all__ = ["Checked", "Computed", "collect", "compute", "find_files"]
 
@@ -60,7 +63,9 @@ class Checked:
     fields : dict or None
         Its record: the worker's fields plus ``bytes_in`` (None until found or computed).
     cached : bool
-        Whether ``fields`` came from the cache.
+        Whether ``fields`` came from the cache or a baseline (not computed now).
+    vouched : bool
+        Whether they came from a baseline manifest that vouches for the file as ``optimize``'s output.
     """
 
     display: str
@@ -70,14 +75,18 @@ class Checked:
     key: str = ""
     fields: dict | None = None
     cached: bool = False
+    vouched: bool = False
 
 
 @dataclass
 class Computed:
-    """What finding the figures took: files computed and from the cache, seconds, workers."""
+    """What finding the figures took: files computed, from the cache (``outputs`` of them known
+    as ``optimize``'s own output, :mod:`.provenance`) and vouched for by a baseline, seconds, workers."""
 
     computed: int = 0
     cached: int = 0
+    outputs: int = 0
+    vouched: int = 0
     seconds: float = 0.0
     workers: int = 0
     compute_seconds: list = field(default_factory=list)
@@ -121,9 +130,11 @@ def find_files(paths: list[str]) -> tuple[list[Checked], list[Path]]:
     return files, folders
 
 
-def collect(files: list[Checked], options: AssetOptions, cache: ResultCache) -> None:
-    """Hash every file (a few threads), key it, and take its record from the cache where there."""
+def collect(files: list[Checked], options: AssetOptions, cache: ResultCache, vouched: dict | None = None) -> None:
+    """Hash every file (a few threads), key it, and take its record from the cache, else from
+    ``vouched`` (key -> record: the outputs a baseline manifest vouches for, :mod:`.provenance`)."""
     opts = options_fingerprint(options)
+    vouched = vouched or {}
 
     def one(item: Checked) -> None:
         try:
@@ -133,6 +144,8 @@ def collect(files: list[Checked], options: AssetOptions, cache: ResultCache) -> 
             return
         item.key = cache_key(item.fp, opts, item.output_name)
         found = cache.get(item.key)
+        if found is None and item.key in vouched:
+            found, item.vouched = vouched[item.key], True
         if found is not None:
             item.fields, item.cached = {**found, "bytes_in": item.fp.bytes}, True
 
@@ -151,19 +164,26 @@ def compute(files: list[Checked], options: AssetOptions, cache: ResultCache, *, 
     """Optimize (into a temporary folder) every file without a record; keep each record in the cache."""
     start = time.perf_counter()
     todo = [f for f in files if f.fields is None]
-    stats = Computed(cached=sum(f.cached for f in files))
+    stats = Computed(cached=sum(f.cached and not f.vouched for f in files), vouched=sum(f.vouched for f in files),
+                     outputs=sum(f.cached and not f.vouched and f.fields.get("provenance") == PROVENANCE
+                                 for f in files))
     groups: dict[str, list[Checked]] = {}
     for item in todo:
         groups.setdefault(item.key, []).append(item)
     if not groups:
         return stats
     leaders = list(groups.values())
+    opts = options_fingerprint(options)
     with tempfile.TemporaryDirectory(prefix="meshopt-batch-check-") as tmp:
         tasks = [_task(members[0], Path(tmp), i, options) for i, members in enumerate(leaders)]
 
         def finish(index: int, fields: dict) -> None:
             shutil.rmtree(Path(tmp) / str(index), ignore_errors=True)
-            cache.put(leaders[index][0].key, fields)
+            leader = leaders[index][0]
+            cache.put(leader.key, fields)
+            written = output_record(fields)
+            if written is not None and output_key(fields, opts, leader.output_name) != leader.key:
+                cache.put(output_key(fields, opts, leader.output_name), written)
             stats.computed += 1
             stats.compute_seconds.append(fields.get("seconds", 0.0))
             for member in leaders[index]:

@@ -6,11 +6,12 @@ default 0.01).  Both figures are sums over the file's draws.  A primitive is nam
 its own figure is more than ``1 + S`` times its reachable one *and* what optimizing it would
 save exceeds ``S`` of the whole file's reachable figure: the primitive alone makes its file
 unoptimized.  A primitive is not judged alone against its own reachable figure: the optimizer
-does not reach the same order from every start, so running ``optimize`` on its own output moves
-a small primitive by a few percent either way while the file's total stays within ``S``
-(measured on the glTF sample assets; see ``tests/test_check.py``).  ``optimize`` never writes
-an order that predicts more than its input on any profile, so the reachable figure is at most
-the file's own.
+does not reach the same order from every start, so running ``optimize`` again on its own output
+can find an order a few percent better for a small primitive while the file's total stays
+within ``S``, and an optimized file must hold.  ``optimize`` never writes an order that
+predicts more than its input on any profile, so the reachable figure is at most the file's own.
+A file known as ``optimize``'s own output is judged with its own figures as the reachable ones
+(:mod:`.provenance`).
 
 *Regression.*  Against a baseline (:mod:`.baseline`): a file, or a primitive paired with its
 baseline one (:func:`.figures.match_primitives`), whose ASR (invocations per triangle) on a

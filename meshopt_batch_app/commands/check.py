@@ -130,7 +130,10 @@ def _how(args, options, stats, cache) -> str:
     if stats.computed:
         parts.append(f"computed for {stats.computed} file(s) in {stats.seconds:.1f} s on {stats.workers} worker(s)")
     if stats.cached:
-        parts.append(f"{stats.cached} from the cache ({cache.folder})")
+        known = f", {stats.outputs} of them known as optimize's own output" if stats.outputs else ""
+        parts.append(f"{stats.cached} from the cache ({cache.folder}{known})")
+    if stats.vouched:
+        parts.append(f"{stats.vouched} known as optimize's own output from the baseline")
     return what + ": " + ("; ".join(parts) if parts else "no file to judge")
 
 
@@ -150,6 +153,8 @@ def run(args) -> int:
     from ..check.figures import file_figures  # lazy: the parser needs no core module
     from ..check.judge import Violation, regressions, unoptimized  # lazy: the parser needs no core module
     from ..check.output import junit_xml, table  # lazy: the parser needs no core module
+    from ..check.provenance import manifest_outputs  # lazy: the parser needs no core module
+    from ..library.fingerprint import options_fingerprint  # lazy: the parser needs no core module
 
     slack = _slack(args.slack)
     if args.workers is not None and args.workers < 1:
@@ -158,6 +163,7 @@ def run(args) -> int:
     names = tuple(p.name for p in options.target.profiles)
     budget = read_budget(args.budget, names) if args.budget else None
     base = baselines.read_baseline(args.baseline) if args.baseline else None
+    vouched = manifest_outputs(base.entries.values(), options_fingerprint(options)) if base is not None else {}
     _writable_parent("--junit", args.junit)
     _writable_parent("--write-baseline", args.write_baseline)
     files, folders = find_files(args.paths)
@@ -168,7 +174,7 @@ def run(args) -> int:
             raise MeshoptBatchError(f"--write-baseline {args.write_baseline}: {outside[0]} is not in its folder "
                                     "(a baseline's paths are relative to its folder)")
     cache = ResultCache(None if args.no_cache else Path(args.cache) if args.cache else default_folder())
-    collect(files, options, cache)
+    collect(files, options, cache, vouched)
     stats = compute(files, options, cache, workers=args.workers, progress=wanted(args))
     fixes = _fixes(args, options.target, args.baseline or args.write_baseline)
 
@@ -265,6 +271,8 @@ def _json(reports, violations, options, slack, how, stats, args, code) -> dict:
         profiles = {name: {"invocations": own, "asr": own / figs.triangles if figs.triangles else 0.0,
                            "reachable": figs.reachable.get(name)} for name, own in figs.own.items()}
         files.append({"file": item.display, "status": figs.status, "cached": item.cached,
+                      "optimize_output": ("baseline" if item.vouched else "cache") if item.fields.get("provenance")
+                      else None,
                       "triangles": figs.triangles, "vertices": figs.vertices, "bytes": figs.bytes,
                       "profiles": profiles, "primitives": len(figs.primitives),
                       "error": figs.error if figs.status == "failed" else None,
@@ -272,6 +280,7 @@ def _json(reports, violations, options, slack, how, stats, args, code) -> dict:
     return {"target": options.target.name, "profiles": [p.name for p in options.target.profiles], "slack": slack,
             "baseline": args.baseline, "budget": args.budget, "files": files,
             "violations": [v.to_dict() for v in violations],
-            "reachable": {"how": how, "computed": stats.computed, "cached": stats.cached,
+            "reachable": {"how": how, "computed": stats.computed, "cached": stats.cached, "vouched": stats.vouched,
+                          "outputs": stats.outputs,
                           "seconds": round(stats.seconds, 3), "workers": stats.workers},
             "exit": code}
