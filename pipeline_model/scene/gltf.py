@@ -56,9 +56,32 @@ _GLTF_PALETTE = [(0.85, 0.35, 0.3), (0.3, 0.6, 0.85), (0.45, 0.75, 0.4), (0.9, 0
 
 def load_gltf_scene(path: str | Path, frames: int = 60, camera: Camera | dict | None = None,
                     colour: str = "lit") -> Scene:
-    """A scene from a glTF/GLB file: one object per mesh node (world transform baked into
-    the model matrix), lit flat colours, and an orbit camera around the bounds unless
-    ``camera`` is given."""
+    """A scene from a glTF/GLB file.
+
+    One object per mesh node (its world transform baked into the model matrix), lit flat
+    colours, and an orbit camera around the bounds unless ``camera`` is given.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.gltf`` or ``.glb`` file.
+    frames : int
+        Frames of the scene.
+    camera : Camera or dict, optional
+        The camera (a dict in the scene format); default an orbit around the bounds.
+    colour : str
+        The objects' colour function (a ``colour`` of the scene format's render state).
+
+    Returns
+    -------
+    Scene
+        The scene.
+
+    Raises
+    ------
+    SceneError
+        The file cannot be read as a glTF scene.
+    """
     path = Path(path)
     try:
         check_gltf_file(path)

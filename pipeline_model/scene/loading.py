@@ -19,18 +19,51 @@ __all__ = ["load_scene", "shipped_scene_path", "shipped_scenes"]
 
 
 def shipped_scenes() -> list[str]:
-    """Names of the scenes shipped in ``meshes/scenes``."""
+    """The names of the scenes shipped in ``meshes/scenes``.
+
+    Returns
+    -------
+    list of str
+        Sorted names (empty when the folder is absent).
+    """
     d = meshes.SCENES_DIR
     return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
 
 
 def shipped_scene_path(name: str) -> Path:
-    """The JSON file of the shipped scene ``name`` (it may not exist)."""
+    """The JSON file of a shipped scene.
+
+    Parameters
+    ----------
+    name : str
+        The scene's name.
+
+    Returns
+    -------
+    pathlib.Path
+        ``meshes/scenes/NAME.json`` (it may not exist).
+    """
     return meshes.SCENES_DIR / f"{name}.json"
 
 
 def load_scene(spec: str | Path | dict | Scene) -> Scene:
-    """A scene from a shipped scene name, a JSON file, a glTF/GLB file, or a dict."""
+    """A scene from a shipped scene's name, a JSON file, a glTF/GLB file, or a dict.
+
+    Parameters
+    ----------
+    spec : str, Path, dict or Scene
+        What to load (a Scene is returned as it is).
+
+    Returns
+    -------
+    Scene
+        The scene, checked.
+
+    Raises
+    ------
+    SceneError
+        No such file or shipped scene, or a scene that does not pass its checks.
+    """
     if isinstance(spec, Scene):
         return spec
     if isinstance(spec, dict):

@@ -234,6 +234,16 @@ def resolve_mesh(spec: Any, base_dir: Path | None = None, ctx: str = "mesh",
         Where the entry sits in the scene, for error messages.
     fallbacks : list, optional
         Receives ``"KIND:NAME"`` for every absent source replaced by its fallback.
+
+    Returns
+    -------
+    Mesh
+        The mesh, its modifiers (``normalize``, ``shuffle``...) applied.
+
+    Raises
+    ------
+    SceneError
+        An entry that does not pass its checks, named by its place.
     """
     check_mesh_spec(spec, ctx)
     spec = dict(_as_dict(spec, ctx))
