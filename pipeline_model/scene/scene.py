@@ -36,8 +36,18 @@ __all__ = ["Draw", "FrameSpec", "Layer", "Scene", "SceneObject"]
 
 @dataclass(frozen=True)
 class Layer:
-    """A draw-order group: its objects are submitted together, in ``order``, through
-    ``camera`` (the scene's camera when None)."""
+    """A draw-order group: its objects are submitted together, in one order, through one camera.
+
+    Attributes
+    ----------
+    name : str
+        The layer's name (objects name their layer).
+    order : str
+        How its objects are submitted: one of :data:`ORDERS` (``listed``, sorted by distance
+        either way, or one fixed shuffle).
+    camera : Camera or None
+        The layer's camera (None: the scene's).
+    """
 
     name: str = "default"
     order: str = "listed"
@@ -45,6 +55,25 @@ class Layer:
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str) -> Layer:
+        """A layer from its scene-JSON form, checked.
+
+        Parameters
+        ----------
+        d : dict
+            A ``layers`` entry of a scene file.
+        ctx : str
+            Where it is in the file, for messages.
+
+        Returns
+        -------
+        Layer
+            The layer.
+
+        Raises
+        ------
+        SceneError
+            A key, value or reference that does not pass its checks, named by its place.
+        """
         check_keys(d, ("name", "order", "camera"), ctx)
         if not isinstance(d.get("name"), str) or not d["name"]:
             raise SceneError(f"{ctx}.name: expected a non-empty string")
@@ -53,6 +82,13 @@ class Layer:
         return cls(d["name"], order, cam)
 
     def to_dict(self) -> dict:
+        """The scene-JSON form.
+
+        Returns
+        -------
+        dict
+            The ``layers`` entry.
+        """
         d: dict[str, Any] = {"name": self.name, "order": self.order}
         if self.camera is not None:
             d["camera"] = self.camera.to_dict()
@@ -61,7 +97,31 @@ class Layer:
 
 @dataclass(frozen=True)
 class SceneObject:
-    """One draw call of the scene (drawn in every frame of its visible range)."""
+    """One draw call of the scene (drawn in every frame of its visible range).
+
+    Attributes
+    ----------
+    name : str
+        The object's name.
+    mesh : str
+        The name of its mesh in the scene's ``meshes`` (or a shape, ``shared:NAME``).
+    object_id : int
+        A number unique in the scene (VRO's graph nodes, per-object output).
+    layer : str
+        The layer it is submitted with.
+    state : RenderState
+        Its render state (depth test and write, blending, shading cost, colour).
+    position, rotation, scale : tuple of float
+        Its rest pose (rotation as Euler angles in degrees).
+    animation : Animation
+        How it moves.
+    visible : tuple or None
+        ``(first, last)`` frames it is drawn in (None: every frame).
+    material : str or None
+        The material its state starts from.
+    state_overrides : dict or None
+        The state keys the object sets over its material (kept for the JSON form).
+    """
 
     name: str
     mesh: str
@@ -77,13 +137,43 @@ class SceneObject:
     state_overrides: dict | None = field(default=None, compare=False)
 
     def transform(self, frame: int) -> np.ndarray:
-        """The model matrix (object -> world) at ``frame``."""
+        """The model matrix at one frame.
+
+        Parameters
+        ----------
+        frame : int
+            The frame.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(4, 4)`` object-to-world matrix.
+        """
         return model_matrix(*self.animation.placement(frame, self.position, self.rotation, self.scale))
 
     def visible_at(self, frame: int) -> bool:
+        """Whether the object is drawn in a frame.
+
+        Parameters
+        ----------
+        frame : int
+            The frame.
+
+        Returns
+        -------
+        bool
+            True inside its visible range.
+        """
         return self.visible is None or self.visible[0] <= frame <= self.visible[1]
 
     def to_dict(self) -> dict:
+        """The scene-JSON form.
+
+        Returns
+        -------
+        dict
+            The ``objects`` entry.
+        """
         d: dict[str, Any] = {"name": self.name, "mesh": self.mesh, "object_id": self.object_id,
                              "layer": self.layer}
         if self.material is not None:
@@ -102,7 +192,29 @@ class SceneObject:
 
 @dataclass(frozen=True, eq=False)
 class Draw:
-    """One draw call of one frame."""
+    """One draw call of one frame.
+
+    Attributes
+    ----------
+    index : int
+        Its place in the frame's program order.
+    object_id : int
+        The scene object it draws.
+    name : str
+        The object's name.
+    mesh_name : str
+        The name of its mesh.
+    mesh : Mesh
+        The mesh drawn.
+    model : numpy.ndarray
+        ``(4, 4)`` object to world.
+    view : numpy.ndarray
+        ``(4, 4)`` world to eye.
+    proj : numpy.ndarray
+        ``(4, 4)`` eye to clip.
+    state : RenderState
+        Its render state.
+    """
 
     index: int
     object_id: int
@@ -117,7 +229,23 @@ class Draw:
 
 @dataclass(frozen=True, eq=False)
 class FrameSpec:
-    """What the application submits for one frame."""
+    """What the application submits for one frame.
+
+    Attributes
+    ----------
+    index : int
+        The frame number.
+    width, height : int
+        The screen's size in pixels.
+    draws : list of Draw
+        The draw calls in program order.
+    clear : tuple of float
+        The clear colour.
+    light_direction : tuple of float
+        The direction of the scene's light.
+    cut : bool
+        The first frame after a camera cut (the scene's ``cuts``).
+    """
 
     index: int
     width: int
@@ -136,7 +264,49 @@ _SCENE_KEYS = ("name", "description", "frames", "width", "height", "clear", "see
 
 @dataclass(eq=False)
 class Scene:
-    """An animated scene: meshes, layers, objects (draw calls) and a camera."""
+    """An animated scene: meshes, layers, objects (draw calls) and a camera.
+
+    Attributes
+    ----------
+    name : str
+        The scene's name.
+    objects : list of SceneObject
+        The draw calls, in listed order.
+    meshes : dict
+        Mesh name to its ``MESH`` entry (JSON-able).
+    materials : dict of str to RenderState
+        Named render states objects start from.
+    layers : list of Layer
+        The draw-order groups, submitted in this order.
+    camera : Camera
+        The scene's camera.
+    frames : int
+        Frames of the animation.
+    width, height : int
+        The screen's size in pixels.
+    clear : tuple of float
+        The clear colour.
+    seed : int
+        Seed of everything random in the scene (shuffled orders).
+    light_direction : tuple of float
+        The direction of the light.
+    cuts : tuple of int
+        Frames that start a new shot.
+    description : str
+        What the scene exercises.
+    base_dir : Path or None
+        The folder relative mesh files start from (the scene file's).
+    source : str or None
+        The file the scene was read from.
+    fallbacks : list of str
+        ``"KIND:NAME"`` of every absent mesh source replaced by its fallback.
+
+    Raises
+    ------
+    SceneError
+        Duplicate object ids or layer names, a layer without a camera, or too many
+        triangles a frame.
+    """
 
     name: str
     objects: list
@@ -163,7 +333,27 @@ class Scene:
     # ------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, base_dir: str | Path | None = None, source: str | None = None) -> Scene:
-        """Build a scene from its JSON form; raise :class:`SceneError` naming any problem."""
+        """Build a scene from its JSON form.
+
+        Parameters
+        ----------
+        d : dict
+            The scene file's object (the format is documented in :mod:`.schema`).
+        base_dir : str or Path, optional
+            The folder relative mesh files start from.
+        source : str, optional
+            The file it was read from (names the scene when it has no ``name``).
+
+        Returns
+        -------
+        Scene
+            The scene, checked.
+
+        Raises
+        ------
+        SceneError
+            A key, value or reference that does not pass its checks, named by its place.
+        """
         ctx = ""
         check_keys(d, _SCENE_KEYS, ctx)
         if "objects" not in d or not isinstance(d["objects"], list):
@@ -302,7 +492,13 @@ class Scene:
             raise SceneError(str(exc)) from None
 
     def to_dict(self) -> dict:
-        """The JSON form (``Scene.from_dict(s.to_dict())`` renders the same frames)."""
+        """The JSON form (``Scene.from_dict(s.to_dict())`` renders the same frames).
+
+        Returns
+        -------
+        dict
+            The scene file's object.
+        """
         d: dict[str, Any] = {"name": self.name}
         if self.description:
             d["description"] = self.description
@@ -318,14 +514,49 @@ class Scene:
         return d
 
     def to_json(self, indent: int | None = 1) -> str:
+        """The JSON form as text.
+
+        Parameters
+        ----------
+        indent : int or None
+            JSON indentation.
+
+        Returns
+        -------
+        str
+            The scene file's text.
+        """
         return json.dumps(self.to_dict(), indent=indent)
 
     def save(self, path: str | Path) -> None:
+        """Write the JSON form to a file, atomically.
+
+        Parameters
+        ----------
+        path : str or Path
+            The scene file to write.
+        """
         atomic_write(path, self.to_json() + "\n")
 
     # ------------------------------------------------------------ meshes
     def mesh(self, name: str) -> Mesh:
-        """The mesh an object refers to (built once, cached)."""
+        """The mesh an object refers to (built once, cached).
+
+        Parameters
+        ----------
+        name : str
+            An object's ``mesh``.
+
+        Returns
+        -------
+        Mesh
+            The mesh.
+
+        Raises
+        ------
+        SceneError
+            The mesh cannot be built, or makes the frame too large.
+        """
         m = self._mesh_cache.get(name)
         if m is None:
             spec = self.meshes.get(name, name)
@@ -341,7 +572,13 @@ class Scene:
         return m
 
     def load_meshes(self) -> dict[str, Mesh]:
-        """Build every referenced mesh now (so absent files are known before frame 0)."""
+        """Build every referenced mesh now (so absent files are known before frame 0).
+
+        Returns
+        -------
+        dict of str to Mesh
+            Each referenced mesh by name.
+        """
         return {o.mesh: self.mesh(o.mesh) for o in self.objects}
 
     @cached_property
@@ -370,7 +607,25 @@ class Scene:
 
     # ------------------------------------------------------------ frames
     def frame(self, index: int, width: int | None = None, height: int | None = None) -> FrameSpec:
-        """The draw calls of frame ``index`` in program order."""
+        """The draw calls of one frame in program order.
+
+        Parameters
+        ----------
+        index : int
+            The frame.
+        width, height : int, optional
+            The screen's size (default: the scene's).
+
+        Returns
+        -------
+        FrameSpec
+            The frame's draws, clear colour, light and cut flag.
+
+        Raises
+        ------
+        SceneError
+            A draw whose clip-space position is not finite.
+        """
         width = int(width or self.width)
         height = int(height or self.height)
         draws: list[Draw] = []
