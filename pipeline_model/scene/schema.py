@@ -205,7 +205,31 @@ def choice(v: Any, ctx: str, options: Iterable[str]) -> str:
 # ----------------------------------------------------------------------------- render state
 @dataclass(frozen=True)
 class RenderState:
-    """Render state of one draw call (see ``STATE`` and ``COLOUR`` above for the JSON keys)."""
+    """Render state of one draw call (the module docstring's ``STATE`` and ``COLOUR`` give the JSON keys).
+
+    Attributes
+    ----------
+    depth_test : bool
+        Early depth test on.
+    depth_write : bool
+        Depth writes on (WOZ) or off (NWOZ).
+    blend : bool
+        Alpha blending (a translucent draw).
+    alpha : float
+        Opacity for blending, 0..1.
+    shader_cost : float
+        Relative per-fragment shading cost.
+    cull : str
+        Face culling: one of :data:`CULL_MODES`.
+    lit : bool
+        Modulate the colour by the scene's light.
+    colour_kind : str
+        The colour function: a key of :data:`COLOUR_KIND_CODES`.
+    base, second : tuple of float
+        The colour function's two RGB colours, 0..1.
+    frequency : float
+        The pattern's frequency (checker, stripes, noise).
+    """
 
     depth_test: bool = True
     depth_write: bool = True
@@ -223,17 +247,44 @@ class RenderState:
 
     @property
     def colour_code(self) -> int:
+        """The colour function's code (:data:`COLOUR_KIND_CODES`)."""
         return COLOUR_KIND_CODES[self.colour_kind]
 
     def colour_params(self) -> np.ndarray:
-        """The 8 colour parameters of :class:`~pipeline_model.frame.FrameGeometry`:
-        base rgb, second rgb, frequency, flags (1 = modulate by the light, see
-        :mod:`pipeline_model.shading`)."""
+        """The 8 colour parameters of :class:`~pipeline_model.frame.FrameGeometry`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float32: base rgb, second rgb, frequency, flags (1 = modulate by the light, see
+            :mod:`pipeline_model.shading`).
+        """
         return np.array([*self.base, *self.second, self.frequency, 1.0 if self.lit else 0.0],
                         np.float32)
 
     @classmethod
     def from_dict(cls, d: dict, ctx: str = "state", base: RenderState | None = None) -> RenderState:
+        """A render state from its scene-JSON form, checked.
+
+        Parameters
+        ----------
+        d : dict
+            A ``state`` object (or a material).
+        ctx : str
+            Where it is in the file, for messages.
+        base : RenderState, optional
+            The state the keys of ``d`` change (a material); default the defaults.
+
+        Returns
+        -------
+        RenderState
+            The state.
+
+        Raises
+        ------
+        SceneError
+            An unknown key or a value of the wrong type or range, named by its place.
+        """
         check_keys(d, cls._KEYS, ctx)
         kw: dict[str, Any] = {} if base is None else dict(base.__dict__)
         for k in ("depth_test", "depth_write", "blend", "lit"):
@@ -263,6 +314,13 @@ class RenderState:
         return cls(**kw)
 
     def to_dict(self) -> dict:
+        """The scene-JSON form.
+
+        Returns
+        -------
+        dict
+            The ``state`` object.
+        """
         return {
             "depth_test": self.depth_test, "depth_write": self.depth_write, "blend": self.blend,
             "alpha": self.alpha, "shader_cost": self.shader_cost, "cull": self.cull, "lit": self.lit,
