@@ -31,12 +31,27 @@ __all__ = ["REGISTRY", "RenderRequest", "Technique", "TechniqueEntry", "availabl
 
 @dataclass(frozen=True)
 class TechniqueEntry:
-    """How to build one named technique: ``target(**options, **user_options)``."""
+    """How to build one named technique: ``target(**options, **user_options)``.
+
+    Attributes
+    ----------
+    target : str or callable
+        ``"package.module:Class"``, or a Technique subclass or factory.
+    options : dict
+        The fixed constructor options that make the named variant.
+    """
 
     target: Any                      # "package.module:Class" or a Technique subclass / factory
     options: dict = field(default_factory=dict)
 
     def factory(self):
+        """The class or factory that builds the technique (imported now).
+
+        Returns
+        -------
+        callable
+            The Technique subclass or factory.
+        """
         if not isinstance(self.target, str):
             return self.target
         module_name, _, attr = self.target.partition(":")
@@ -59,18 +74,49 @@ REGISTRY: dict[str, TechniqueEntry] = {
 
 
 def register(name: str, target: Any, **options: Any) -> None:
-    """Add (or replace) a technique: ``target`` is ``"module:Class"`` or a Technique subclass
-    (or a factory returning a Technique); ``options`` are fixed constructor options."""
+    """Add (or replace) a technique in the registry.
+
+    Parameters
+    ----------
+    name : str
+        The technique's name (``--technique``).
+    target : str or callable
+        ``"module:Class"``, or a Technique subclass (or a factory returning a Technique).
+    **options
+        Fixed constructor options of this variant.
+    """
     REGISTRY[name] = TechniqueEntry(target, dict(options))
 
 
 def available() -> list[str]:
-    """Every registered technique name."""
+    """Every registered technique name.
+
+    Returns
+    -------
+    list of str
+        The names, in registry order.
+    """
     return list(REGISTRY)
 
 
 def get(name: str) -> TechniqueEntry:
-    """The registry entry of ``name``."""
+    """The registry entry of a technique.
+
+    Parameters
+    ----------
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    TechniqueEntry
+        Its entry.
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown name (the message lists the known ones).
+    """
     try:
         return REGISTRY[name]
     except KeyError:
@@ -78,7 +124,27 @@ def get(name: str) -> TechniqueEntry:
 
 
 def create(name: str, **options: Any) -> Technique:
-    """A fresh technique object (with its own cross-frame state) for ``name``."""
+    """A fresh technique object, with its own cross-frame state.
+
+    Parameters
+    ----------
+    name : str
+        A registered name.
+    **options
+        Constructor options on top of the entry's fixed ones.
+
+    Returns
+    -------
+    Technique
+        The technique.
+
+    Raises
+    ------
+    MeshoptBatchError
+        An unknown name.
+    TypeError
+        The entry builds something that is not a Technique, or an unknown option.
+    """
     entry = get(name)
     technique = entry.factory()(**{**entry.options, **options})
     if not isinstance(technique, Technique):

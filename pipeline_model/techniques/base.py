@@ -37,15 +37,25 @@ __all__ = ["RenderRequest", "Technique"]
 class RenderRequest:
     """Options for :func:`pipeline_model.raster.render_frame` (None/False = baseline).
 
-    order : per-tile triangle order override, ``(offsets, tri)`` CSR like the tile lists, or a
-        :class:`~pipeline_model.binning.TileLists`
-    skip : bool per tile: not rendered, keeps the previous frame's colours (RE)
-    rate : int8 per tile: 0 = 1, 1 = 1/4, 2 = 1/16, 3 = 1/64, 4 = 1/256 sampling (DSR)
-    depth_prefill : float32 (H, W) initial depth buffer (oracle)
-    hsr_pass : per-tile depth-only pass before shading (DR)
-    record_occlusion : early-depth occluder/occluded object pairs (VRO)
-    record_prim_visibility : per (tile, triangle) visibility (EVR)
-    extra : further keyword arguments passed to the raster stage as they are
+    Attributes
+    ----------
+    order : tuple or TileLists or None
+        Per-tile triangle order override, ``(offsets, tri)`` CSR like the tile lists, or a
+        :class:`~pipeline_model.binning.TileLists`.
+    skip : numpy.ndarray or None
+        Bool per tile: not rendered, keeps the previous frame's colours (RE).
+    rate : numpy.ndarray or None
+        Int8 per tile: 0 = 1, 1 = 1/4, 2 = 1/16, 3 = 1/64, 4 = 1/256 sampling (DSR).
+    depth_prefill : numpy.ndarray or None
+        Float32 ``(H, W)`` initial depth buffer (oracle).
+    hsr_pass : bool
+        A per-tile depth-only pass before shading (DR).
+    record_occlusion : bool
+        Record early-depth occluder/occluded object pairs (VRO).
+    record_prim_visibility : bool
+        Record visibility per (tile, triangle) (EVR).
+    extra : dict or None
+        Further keyword arguments passed to the raster stage as they are.
     """
 
     order: Any = None
@@ -58,13 +68,25 @@ class RenderRequest:
     extra: dict | None = None
 
     def is_default(self) -> bool:
-        """True when the request renders exactly what the baseline renders."""
+        """Whether the request renders exactly what the baseline renders.
+
+        Returns
+        -------
+        bool
+            True when nothing is set.
+        """
         return (self.order is None and self.skip is None and self.rate is None
                 and self.depth_prefill is None and not self.hsr_pass and not self.record_occlusion
                 and not self.record_prim_visibility and not self.extra)
 
     def raster_kwargs(self) -> dict:
-        """Keyword arguments for ``render_frame`` (only the ones set)."""
+        """Keyword arguments for ``render_frame``.
+
+        Returns
+        -------
+        dict
+            The options that are set, and ``extra``'s.
+        """
         kw: dict[str, Any] = {}
         for f in fields(self):
             if f.name == "extra":
@@ -83,6 +105,16 @@ class Technique:
 
     Subclasses override :meth:`begin_frame` / :meth:`end_frame` and keep their cross-frame
     state in attributes that :meth:`reset` clears.
+
+    Parameters
+    ----------
+    **options
+        A subclass's options; the base class takes none.
+
+    Raises
+    ------
+    TypeError
+        An option the technique does not know.
     """
 
     name: str = "technique"
@@ -98,21 +130,67 @@ class Technique:
         """Forget everything learnt from earlier frames."""
 
     def begin_frame(self, ctx) -> RenderRequest:
+        """What to change in this frame.
+
+        Parameters
+        ----------
+        ctx : FrameContext
+            The frame (module docstring).
+
+        Returns
+        -------
+        RenderRequest
+            The default: the baseline's render.
+        """
         return RenderRequest()
 
     def run(self, ctx):
-        """Render the frame: ``(request, result)``.  The default is one raster pass with
-        :meth:`begin_frame`'s request; a technique that needs several passes (or a pass with
-        its own post-processing) overrides this and calls ``ctx.render`` itself."""
+        """Render the frame.
+
+        The default is one raster pass with :meth:`begin_frame`'s request; a technique that
+        needs several passes (or a pass with its own post-processing) overrides this and calls
+        ``ctx.render`` itself.
+
+        Parameters
+        ----------
+        ctx : FrameContext
+            The frame (module docstring).
+
+        Returns
+        -------
+        request : RenderRequest
+            What was asked of the raster stage.
+        result : RasterResult
+            What it rendered.
+        """
         request = self.begin_frame(ctx)
         return request, ctx.render(request)
 
     def end_frame(self, ctx, result) -> dict:
-        """Learn from this frame's result; return extra counters for this frame's row."""
+        """Learn from this frame's result for the next frame.
+
+        Parameters
+        ----------
+        ctx : FrameContext
+            The frame (module docstring).
+        result : RasterResult
+            What :meth:`run` rendered.
+
+        Returns
+        -------
+        dict
+            Extra counters for this frame's row (the default: none).
+        """
         return {}
 
     def summary(self) -> dict:
-        """Extra figures for the run's totals (e.g. ``mssim_min``); merged into the totals."""
+        """Extra figures for the run's totals (e.g. ``mssim_min``), merged into the totals.
+
+        Returns
+        -------
+        dict
+            Figure name to value (the default: none).
+        """
         return {}
 
     #: How extra per-frame counters of :meth:`end_frame` combine into the run's totals:
