@@ -21,9 +21,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-numpydoc_validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is in the dev extra (make setup)")
-docscrape = pytest.importorskip("numpydoc.docscrape")
+from numpydoc import docscrape  # numpydoc is in the dev extra (make setup)
+from numpydoc import validate as numpydoc_validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
