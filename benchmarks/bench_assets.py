@@ -1,4 +1,4 @@
-"""``meshopt-batch optimize`` beside ``gltfpack -noq`` on real glTF assets (issues 14 and 29).
+"""``meshopt-batch optimize`` beside ``gltfpack -noq`` on real glTF assets: invocations, bytes and time.
 
 For every asset of ``../shared/gltf`` and ``../shared/meshes/flight_helmet.glb``: predicted
 vertex-shader invocations (paper 001, Algorithm 1) on every profile of the ``portable`` target
@@ -20,15 +20,23 @@ gltfpack's welding, not its order) or the same-weld order predicts more than the
 profile (the never-worse rule refuses it: an input in rows that Intel's FIFO shades once per
 vertex), and never above the input on any primitive.
 
+Issue 47's lines: each asset's default ``optimize`` at most 15 times ``gltfpack -noq``'s wall time
+on the same file in the same run (start-up included; ``--scans`` adds bunny and dragon_100k, given
+to gltfpack as OBJ), on each profile at most 1.002 times the invocations of the stored reference
+(``benchmarks/reference/assets_<commit>.json``: the default output of an earlier commit), and
+``optimize ../shared/gltf -o OUT -j 2`` at most twice gltfpack's one-process-per-file loop over the
+same files.  The load is printed with the times.
+
 Needs gltfpack from ``make setup`` (``.npm-tools/``; the gltfpack columns are left empty
 without it) and the optional ``meshoptimizer`` package for the same-weld column.
 
-Run: .venv/bin/python benchmarks/bench_assets.py [--json OUT.json]
+Run: .venv/bin/python benchmarks/bench_assets.py [--scans] [--json OUT.json] [--markdown FILE]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -40,9 +48,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reference import load_reference  # noqa: E402
+
 from meshes import shared_mesh_path, shared_meshes_dir  # noqa: E402
 from meshopt_batch.files import atomic_write  # noqa: E402
-from meshopt_batch.io import load_draws  # noqa: E402
+from meshopt_batch.io import load_draws, load_mesh, save_mesh  # noqa: E402
 from meshopt_batch.io.gltf_document import load_document  # noqa: E402
 from meshopt_batch.io.gltf_output import resource_files  # noqa: E402
 from meshopt_batch.optimizers import get_method, optimize  # noqa: E402
@@ -53,6 +65,10 @@ GLTFPACK = ROOT / ".npm-tools" / "node_modules" / ".bin" / "gltfpack"
 MESHOPT_BATCH = Path(sys.executable).parent / "meshopt-batch"
 PROFILES = PORTABLE
 TARGET = get_target("portable")
+#: Issue 47's bounds: our time over gltfpack's per file and for the library, and the invocations
+#: over the stored reference's.
+TIME_RATIO, LIBRARY_RATIO, KEEP = 15.0, 2.0, 1.002
+SCANS = ("bunny", "dragon_100k")
 
 
 def assets() -> list[Path]:
@@ -69,7 +85,7 @@ def files_size(path: Path) -> int:
 
 def figures(path: Path) -> dict:
     """Predicted invocations per profile, triangles and vertices of a file's draws."""
-    meshes, _ = load_draws(path)
+    meshes = load_draws(path)[0] if path.suffix in (".gltf", ".glb") else [load_mesh(path)]
     out = {p: sum(_judged(m.triangles, m.vertex_count)[p] for m in meshes) for p in PROFILES}
     out["triangles"] = sum(m.triangle_count for m in meshes)
     out["vertices"] = sum(m.vertex_count for m in meshes)
@@ -110,7 +126,9 @@ def same_weld(path: Path) -> dict | None:
     return total
 
 
-def run_asset(src: Path, work: Path) -> dict:
+def run_asset(src: Path, work: Path, peer_input: Path | None = None) -> dict:
+    """One asset through ``optimize`` (default), ``optimize -m original`` and gltfpack
+    (``peer_input``: the file gltfpack reads, where it cannot read ``src``)."""
     row = {"asset": src.name, "input": figures(src), "input_bytes": files_size(src)}
     ours_dir = work / "ours" / src.parent.name
     ours_dir.mkdir(parents=True)
@@ -134,7 +152,7 @@ def run_asset(src: Path, work: Path) -> dict:
         gp_dir = work / "gltfpack" / src.parent.name
         gp_dir.mkdir(parents=True)
         gp = gp_dir / (src.stem + ".glb")
-        took, proc = timed([str(GLTFPACK), "-noq", "-i", str(src), "-o", str(gp)])
+        took, proc = timed([str(GLTFPACK), "-noq", "-i", str(peer_input or src), "-o", str(gp)])
         if proc.returncode or not gp.exists():
             row["gltfpack_error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
         else:
@@ -221,8 +239,67 @@ def welding_notes(rows: list[dict]) -> list[str]:
     return out
 
 
+def scan_inputs(work: Path) -> list[tuple[Path, Path]]:
+    """The shared scans of :data:`SCANS` with an OBJ copy for gltfpack (the same order)."""
+    out = []
+    for name in SCANS:
+        path = shared_mesh_path(name)
+        if path is not None:
+            obj = work / "scans" / f"{name}.obj"
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            save_mesh(load_mesh(path), obj)
+            out.append((path, obj))
+    return out
+
+
+def library(work: Path) -> dict | None:
+    """``optimize ../shared/gltf -o OUT -j 2`` (no cache) beside gltfpack, one process per file."""
+    root = shared_meshes_dir().parent / "gltf"
+    (wall, cpu), proc = timed([str(MESHOPT_BATCH), "optimize", str(root), "-o", str(work / "library"), "-j", "2",
+                               "--no-progress"])
+    if proc.returncode:
+        return {"error": proc.stderr.strip()[-300:]}
+    peer = 0.0
+    if GLTFPACK.exists():
+        for k, src in enumerate(a for a in assets() if root in a.parents):
+            (w, _), _ = timed([str(GLTFPACK), "-noq", "-i", str(src), "-o", str(work / f"gp{k}.glb")])
+            peer += w
+    return {"ours": wall, "ours_cpu": cpu, "gltfpack": peer}
+
+
+def goals(rows: list[dict], lib: dict | None) -> list[tuple[bool, str]]:
+    """Issue 47's lines: time against gltfpack per file and for the library, invocations against
+    the stored reference."""
+    reference = load_reference("assets")
+    out = []
+    for r in rows:
+        ours, peer = r.get("ours_seconds"), r.get("gltfpack_seconds")
+        if ours and peer and r["input"]["triangles"] >= 1000:
+            ratio = ours[0] / peer[0]
+            out.append((ratio <= TIME_RATIO, f"{r['asset']}: {ours[0]:.2f} s against gltfpack's {peer[0]:.2f} s: "
+                                             f"{ratio:.1f}x (<= {TIME_RATIO:g}x)"))
+    over = []
+    worst = 0.0
+    for r in rows:
+        ref = reference["rows"].get(r["asset"])
+        if ref and "ours" in r:
+            ratio = max(r["ours"][p] / max(ref[p], 1) for p in PROFILES)
+            worst = max(worst, ratio)
+            if ratio > KEEP:
+                over.append(f"{r['asset']} {ratio:.4f}")
+    if reference["rows"]:
+        out.append((not over, f"every asset on each profile at most {KEEP} times {reference['commit']}'s default: "
+                              f"largest {worst:.4f}" + (f"; over: {', '.join(over)}" if over else "")))
+    if lib and "ours" in lib and lib["gltfpack"]:
+        ratio = lib["ours"] / lib["gltfpack"]
+        out.append((ratio <= LIBRARY_RATIO, f"optimize ../shared/gltf -j 2: {lib['ours']:.2f} s against gltfpack's "
+                                            f"loop {lib['gltfpack']:.2f} s: {ratio:.2f}x (<= {LIBRARY_RATIO:g}x)"))
+    return out
+
+
 def main() -> int:
     out_json = Path(sys.argv[sys.argv.index("--json") + 1]) if "--json" in sys.argv else None
+    out_md = Path(sys.argv[sys.argv.index("--markdown") + 1]) if "--markdown" in sys.argv else None
     found = assets()
     if not found:
         print("no assets: ../shared/gltf is not present")
@@ -231,18 +308,32 @@ def main() -> int:
         print("gltfpack not installed (make setup with npm present): its columns stay empty")
     work = Path(tempfile.mkdtemp(prefix="bench_assets_"))
     try:
-        rows = [run_asset(src, work) for src in found]
+        pairs = [(src, None) for src in found] + (scan_inputs(work) if "--scans" in sys.argv else [])
+        rows = []
+        for src, peer_input in pairs:
+            rows.append(run_asset(src, work, peer_input))
+            print(f"  {src.name}", file=sys.stderr, flush=True)
+        lib = library(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(table(rows))
     problems = verdict(rows)
     print("\n".join(problems) if problems else
-          "done-when holds: every asset optimized, no primitive worse than the input, sizes within the "
-          "limit, every profile at most gltfpack's unless its welding explains the difference")
+          "every asset optimized, no primitive worse than the input, sizes within the limit, every profile at most "
+          "gltfpack's unless its welding explains the difference")
     for note in welding_notes(rows):
         print(note)
+    lines = goals(rows, lib)
+    print()
+    for ok, text in lines:
+        print(("met     " if ok else "MISSED  ") + text)
+    print(f"\n{sum(ok for ok, _ in lines)} of {len(lines)} goals met (load {os.getloadavg()[0]:.1f})")
+    if out_md:
+        out_md.write_text(table(rows) + "\n\n" + "".join(f"- {'met' if ok else 'missed'}: {t}\n" for ok, t in lines)
+                          + f"\nLoad {os.getloadavg()[0]:.1f}.\n")
     if out_json:
-        atomic_write(out_json, json.dumps(rows, indent=1))
+        atomic_write(out_json, json.dumps({"assets": rows, "library": lib,
+                                           "goals": [{"met": ok, "text": t} for ok, t in lines]}, indent=1))
     return 1 if problems else 0
 
 

@@ -136,6 +136,9 @@ def _skip_numba_blas_probe() -> None:
 
 
 def _run(argv: list[str] | None) -> int:
+    # numba colours its error messages with colorama where that is installed, whose set-up writes
+    # a reset sequence to a terminal at exit: after the JSON of --json, say
+    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
     parser = build_parser(requested(argv))
     args = parser.parse_args(argv)
     if argv is None:

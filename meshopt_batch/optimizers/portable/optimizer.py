@@ -52,6 +52,7 @@ from .tuning import (
     MARGIN,
     MAX_ROUNDS,
     MAX_TURNS,
+    MOVE_WINDOWS,
     MOVES,
     SCREEN_SHARE,
     SCREEN_WINDOWS,
@@ -105,7 +106,8 @@ def _refine(pool: Pool, tris: np.ndarray, work: int) -> list[dict]:
     best = min(range(len(starts)), key=lambda k: objective(searches[k].invocations, pool.reference.invocations))
     search, done = searches[best], searches[best].work
     before = (search.trials, search.kept)
-    search.run(MOVES, rounds=MAX_ROUNDS, turns=MAX_TURNS, work=done + max(work - sum(s.work for s in searches), 0))
+    search.run(MOVES, rounds=MAX_ROUNDS, turns=MAX_TURNS, work=done + max(work - sum(s.work for s in searches), 0),
+               lengths=MOVE_WINDOWS)
     log.append({"start": starts[best] or "input", "stage": "search", "work": search.work - done,
                 "trials": search.trials - before[0], "kept": search.kept - before[1]})
     if search.kept > before[1]:

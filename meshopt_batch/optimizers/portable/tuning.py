@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["AUX_WEIGHTS", "BLOCKS_GROWTH", "CODEC_SLACK", "KCACHE_SIZE", "LARGE", "MARGIN", "MAX_ROUNDS", "MAX_TURNS",
-           "MOVES", "SCREEN_SHARE", "SCREEN_WINDOWS", "TABLE", "THRESHOLD", "VARIANTS", "WINDOWS", "WINDOW_WORK",
-           "WORST_WEIGHT", "Tuned"]
+           "MOVE_WINDOWS", "MOVES", "SCREEN_SHARE", "SCREEN_WINDOWS", "TABLE", "THRESHOLD", "VARIANTS", "WINDOWS",
+           "WINDOW_WORK", "WORST_WEIGHT", "Tuned"]
 
 #: Weight ``w_m`` of one reusable vertex of an auxiliary memory in eq. 1's priority, by memory
 #: kind (``k_r`` is 1024).
@@ -39,6 +39,9 @@ WINDOWS = (128, 96, 192, 64, 256, 32, 512, 384, 48, 80, 160, 320, 112, 224)
 SCREEN_WINDOWS = (128, 96, 64, 32)
 #: The local moves (:mod:`.moves`), taking turns in this order.
 MOVES = (0, 1, 2, 3)
+#: The window lengths of the moves that do not use all of :data:`WINDOWS`: K-Cache's cost grows
+#: faster than the window's length, and longer windows gain it little.
+MOVE_WINDOWS = {3: (128, 96, 64, 32, 48, 80, 112)}
 #: Rounds of the window schedule at most per move and turn (a round that keeps nothing ends it).
 MAX_ROUNDS = 8
 #: Turns of the moves at most (a turn that keeps nothing ends the search).
@@ -52,7 +55,8 @@ THRESHOLD = 2.0
 #: Cache size of the K-Cache move: AMD's LRU of 15 vertices, the smallest cache of ``portable``.
 KCACHE_SIZE = 15
 #: The work bound for one index buffer, screening and search together: triangles simulated by the
-#: judge (the mean over the profiles) plus the triangles the moves reorder.
+#: judge (the mean over the profiles) plus the triangles the moves reorder.  A search that
+#: converges takes a few hundred per triangle, so the bound stops only large buffers' searches.
 WINDOW_WORK = 10_000_000
 #: Share of the work bound each start's screening search may take.
 SCREEN_SHARE = 0.125
@@ -84,12 +88,14 @@ TABLE = (
     Tuned("WINDOWS", WINDOWS, "the tuning rows: the first eight lengths and all fourteen compared"),
     Tuned("SCREEN_WINDOWS", SCREEN_WINDOWS, "the tuning rows and BrainStem's time: these four and all compared"),
     Tuned("MOVES", MOVES, "the tuning rows: each left out, and Tipsify or meshoptimizer's strip order added"),
+    Tuned("MOVE_WINDOWS", MOVE_WINDOWS, "the tuning rows and BrainStem's time: each move's gain per second by length"),
     Tuned("MAX_ROUNDS", MAX_ROUNDS, "the tuning rows: turns x rounds of 1 x 8, 2 x 8, 4 x 8, 3 x 2 and 6 x 1"),
     Tuned("MAX_TURNS", MAX_TURNS, "the tuning rows: as MAX_ROUNDS"),
     Tuned("MARGIN", MARGIN, "the tuning rows: every window every round, 0 and 128 compared"),
     Tuned("THRESHOLD", THRESHOLD, "the tuning rows and BrainStem's time: none, 0, 1, 2 and 5 compared"),
     Tuned("KCACHE_SIZE", KCACHE_SIZE, "the grid, the sphere, the torus, BrainStem:42: 10 and 15 compared"),
-    Tuned("WINDOW_WORK", WINDOW_WORK, "bunny and armadillo_86k: 6, 10 and 20 million against their time"),
+    Tuned("WINDOW_WORK", WINDOW_WORK, "bunny and armadillo_86k: 6, 10 and 20 million; the tuning rows and BrainStem's "
+          "time: 200, 300 and 400 per triangle instead"),
     Tuned("SCREEN_SHARE", SCREEN_SHARE, "a bound the screens of the tuning rows reach only past 10^5 triangles"),
     Tuned("CODEC_SLACK", CODEC_SLACK, "a policy (compressed delivery), not tuned"),
     Tuned("LARGE", LARGE, "a policy (time on bunny_sub2 within 5x meshoptimizer's), not tuned"),
