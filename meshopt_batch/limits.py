@@ -2,7 +2,8 @@
 
 Each limit is here with its reason, and each check raises :class:`LimitError` (a
 :class:`~meshopt_batch.errors.MeshoptBatchError`: one line on stderr, exit code 2) naming the
-option or JSON place, the value and the limit.  The README's "Limits" section lists them.
+option or JSON place, the value and the limit.  The documentation's "Input checks and limits"
+page shows this table.
 
 =============================  ================  ===============================================
 limit                          value             why
