@@ -51,6 +51,24 @@ def run_line(doc: str) -> str:
     return " ".join(match.group(1).split()) if match else ""
 
 
+def page_text(doc: str) -> str:
+    """A benchmark's docstring as Markdown: its ``Run:`` lines fenced, brackets elsewhere escaped
+    (``[--quick] [--json FILE]`` is an option list, not a Markdown link)."""
+    run = re.search(r"^Run:\s*(.+(?:\n[ \t]+.+)*)", doc, re.MULTILINE)
+    if run:
+        doc = doc[:run.start()] + "Run:\n\n```sh\n" + "\n".join(
+            line.strip() for line in run.group(1).splitlines()) + "\n```\n" + doc[run.end():]
+    out, fenced = [], False
+    for line in to_markdown(doc).splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            parts = re.split(r"(``.+?``|`[^`]+`)", line)  # code spans at odd places
+            line = "".join(p if i % 2 else p.replace("[", "\\[").replace("]", "\\]") for i, p in enumerate(parts))
+        out.append(line)
+    return "\n".join(out)
+
+
 def main() -> None:
     """Write the index, one page per committed output, and the section's navigation."""
     scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
@@ -74,14 +92,14 @@ def main() -> None:
             doc = docstring(ROOT / "benchmarks" / f"{script}.py")
             text = [f"# {name}", "", "Written by", "", "```sh", command, "```", "",
                     (OUTPUT_DIR / f"{name}.md").read_text().strip(), "", f"## About `{script}.py`", "",
-                    to_markdown(doc), ""]
+                    page_text(doc), ""]
             with mkdocs_gen_files.open(f"benchmarks/{name}.md", "w") as fh:
                 fh.write("\n".join(text))
         index.append("")
     index += ["## Scripts", "", "| script | what it measures | run |", "|---|---|---|"]
     for script in scripts:
         doc = docstring(script)
-        summary = " ".join(to_markdown(doc.split("\n\n")[0]).split()).replace("|", "\\|")
+        summary = " ".join(page_text(doc.split("\n\n")[0]).split()).replace("|", "\\|")
         run = run_line(doc).replace("|", "\\|")
         index.append(f"| `{script.name}` | {summary} | {f'`{run}`' if run else ''} |")
     with mkdocs_gen_files.open("benchmarks/index.md", "w") as fh:
