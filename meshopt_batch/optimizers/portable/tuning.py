@@ -45,7 +45,7 @@ MOVE_WINDOWS = {3: (128, 96, 64, 32, 48, 80, 112)}
 #: Rounds of the window schedule at most per move and turn (a round that keeps nothing ends it).
 MAX_ROUNDS = 8
 #: Turns of the moves at most (a turn that keeps nothing ends the search).
-MAX_TURNS = 2
+MAX_TURNS = 1
 #: A window is tried again in a later round or turn only where a change was kept within this
 #: many triangles of it since it was last tried ("don't look" bits).
 MARGIN = 128
