@@ -9,7 +9,8 @@ unordered pair, the direction seen first: the same record as one serial pass ove
 
 References
 ----------
-Corbalan-Navarro et al., Visibility Rendering Order (VRO), IEEE (paper 000), sec. 3.1-3.2: the
+de Lucas, E., Marcuello, P., Parcerisa, J.-M., Gonzalez, A. (2019).  Visibility Rendering Order:
+Improving Energy Efficiency on Mobile GPUs through Frame Coherence.  IEEE TPDS 30(2) (paper 000), sec. 3.1-3.2: the
 object visibility graph and its first-relation rule.
 """
 

@@ -18,7 +18,7 @@ References
 Wang, Z., Bovik, A. C., Sheikh, H. R., Simoncelli, E. P. (2004).  Image quality assessment: from
 error visibility to structural similarity.  IEEE Trans. Image Processing 13(4), 600-612.
 Anglada et al., Dynamic Sampling Rate (DSR), IEEE (paper 004).
-Corbalan-Navarro et al., Early Visibility Resolution (EVR) (paper 003).
+Anglada et al., Early Visibility Resolution (EVR), HPCA 2019 (paper 003).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Early Visibility Resolution (EVR), Corbalan-Navarro et al., paper 003 sec. III-V.
+"""Early Visibility Resolution (EVR), Anglada et al., paper 003 sec. III-V.
 
 Per tile, the farthest visible point (FVP) of frame N predicts which primitives of frame N+1 are
 occluded in that tile:
@@ -48,7 +48,8 @@ State carried between frames: the FVP Table (and, with RE, the Signature Buffer)
 
 References
 ----------
-Corbalan-Navarro et al., Early Visibility Resolution (EVR) (paper 003), sec. III-V: FVP, Layer
+Anglada, M., de Lucas, E., Parcerisa, J.-M., Aragon, J. L., Gonzalez, A. (2019).  Early Visibility
+Resolution for Removing Ineffectual Computations in the Graphics Pipeline.  HPCA (paper 003), sec. III-V: FVP, Layer
 Generator Table, Layer Buffer, FVP Table, Algorithm 1 (two-list reordering), EVR-aided RE.
 """
 

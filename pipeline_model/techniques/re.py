@@ -24,7 +24,8 @@ checks both against :func:`zlib.crc32`.
 
 References
 ----------
-Corbalan-Navarro et al., Early Visibility Resolution (EVR) (paper 003), sec. II and IV.B:
+Anglada, M., de Lucas, E., Parcerisa, J.-M., Aragon, J. L., Gonzalez, A. (2019).  Early Visibility
+Resolution for Removing Ineffectual Computations in the Graphics Pipeline.  HPCA (paper 003), sec. II and IV.B:
 Rendering Elimination and its per-tile signatures.
 """
 

@@ -1,4 +1,4 @@
-"""Visibility Rendering Order (VRO), Corbalan-Navarro et al., paper 000 sec. 3-4.3.
+"""Visibility Rendering Order (VRO), de Lucas et al., paper 000 sec. 3-4.3.
 
 During frame N every early-depth comparison between fragments of two *different* objects
 yields an edge ``occluder -> occluded`` of the object visibility graph (sec. 3.1):
@@ -27,7 +27,8 @@ State carried between frames: the graph built during the last frame (:class:`Vis
 
 References
 ----------
-Corbalan-Navarro et al., Visibility Rendering Order (VRO), IEEE (paper 000): sec. 3.1-3.4
+de Lucas, E., Marcuello, P., Parcerisa, J.-M., Gonzalez, A. (2019).  Visibility Rendering Order:
+Improving Energy Efficiency on Mobile GPUs through Frame Coherence.  IEEE TPDS 30(2) (paper 000): sec. 3.1-3.4
 (visibility graph, cycles, per-tile order), Algorithm 1 (Kahn's sort), sec. 4.3.3.
 Kahn, A. B. (1962).  Topological sorting of large networks.  Commun. ACM 5(11), 558-562.
 """
