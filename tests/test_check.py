@@ -128,6 +128,10 @@ def test_an_optimize_manifest_vouches_for_its_outputs_under_its_own_options_only
     assert [f["optimize_output"] for f in out["files"]] == ["baseline"] * 3
     code, out = check_json(capsys, out_dir, "-p", "amd", *base)   # written for nvidia_gl: judged anew for amd
     assert (out["reachable"]["vouched"], out["reachable"]["computed"]) == (0, 3)
+    code, out = check_json(capsys, out_dir, *PROFILE, "--cache", tmp_path / "cache", *base[:2])
+    assert (out["reachable"]["vouched"], out["reachable"]["cached"]) == (3, 0)
+    code, out = check_json(capsys, out_dir, *PROFILE, "--cache", tmp_path / "cache")   # kept: no baseline needed
+    assert (code, out["reachable"]["cached"], out["reachable"]["outputs"], out["reachable"]["computed"]) == (0, 3, 3, 0)
     mesh = load_mesh(out_dir / "props" / "sphere.obj")
     save_mesh(shuffled(mesh, 4), out_dir / "props" / "sphere.obj")
     code, out = check_json(capsys, out_dir, *PROFILE, *base)

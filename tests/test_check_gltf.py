@@ -125,7 +125,7 @@ def test_a_shuffled_primitive_regresses_naming_file_primitive_profile_and_ratio(
     assert code == 1
     label = "mesh 0 primitive 23 (Figure_2_geometry[23])"
     row = next(line for line in text.splitlines() if line.startswith("regression") and label in line)
-    assert f"{copy}/{BRAIN}" in row and "nvidia_gl" in row and f"ASR {now / len(tris):.3f} ({now / then:.3f}x " \
+    assert f"{copy}/{BRAIN}" in row and "nvidia_gl" in row and f"ASR {now / len(tris):.3f} ({now / then:.4f}x " \
         "baseline)" in row
     code, text, _ = run(capsys, *argv, "--json")
     report = json.loads(text)

@@ -132,7 +132,8 @@ def find_files(paths: list[str]) -> tuple[list[Checked], list[Path]]:
 
 def collect(files: list[Checked], options: AssetOptions, cache: ResultCache, vouched: dict | None = None) -> None:
     """Hash every file (a few threads), key it, and take its record from the cache, else from
-    ``vouched`` (key -> record: the outputs a baseline manifest vouches for, :mod:`.provenance`)."""
+    ``vouched`` (key -> record: the outputs a baseline manifest vouches for, :mod:`.provenance`;
+    kept in the cache)."""
     opts = options_fingerprint(options)
     vouched = vouched or {}
 
@@ -146,6 +147,7 @@ def collect(files: list[Checked], options: AssetOptions, cache: ResultCache, vou
         found = cache.get(item.key)
         if found is None and item.key in vouched:
             found, item.vouched = vouched[item.key], True
+            cache.put(item.key, found)   # known without the baseline from now on
         if found is not None:
             item.fields, item.cached = {**found, "bytes_in": item.fp.bytes}, True
 

@@ -103,7 +103,7 @@ def unoptimized(file: str, figs: FileFigures, slack: float, fixes: Fixes) -> lis
             continue
         out.append(Violation(
             "unoptimized", file, "", name, "asr", _asr(own, figs.triangles), _asr(reach, figs.triangles) * (1 + slack),
-            own / reach, f"{file}: predicts {own / reach:.3f}x the invocations optimize reaches on {name} "
+            own / reach, f"{file}: predicts {own / reach:.4f}x the invocations optimize reaches on {name} "
             f"(ASR {_asr(own, figs.triangles):.3f}, reachable {_asr(reach, figs.triangles):.3f})", fix))
         for prim in figs.primitives:
             p_own, p_reach = prim.own.get(name), prim.reachable.get(name)
@@ -112,7 +112,7 @@ def unoptimized(file: str, figs: FileFigures, slack: float, fixes: Fixes) -> lis
             out.append(Violation(
                 "unoptimized", file, prim.label, name, "asr", _asr(p_own, prim.triangles),
                 _asr(p_reach, prim.triangles) * (1 + slack), p_own / p_reach,
-                f"{file}: {prim.label} predicts {p_own / p_reach:.3f}x the invocations optimize reaches on {name} "
+                f"{file}: {prim.label} predicts {p_own / p_reach:.4f}x the invocations optimize reaches on {name} "
                 f"(ASR {_asr(p_own, prim.triangles):.3f}, reachable {_asr(p_reach, prim.triangles):.3f}; "
                 f"{p_own - p_reach} of the file's {own - reach} avoidable)", fix))
     return out
@@ -126,7 +126,7 @@ def _worse(file: str, label: str, name: str, cur: tuple[int, int], base: tuple[i
         return None
     what = label or "the file"
     return Violation("regression", file, label, name, "asr", now, then * (1 + slack), now / then,
-                     f"{file}: {what} predicts {now / then:.3f}x its baseline's ASR on {name} "
+                     f"{file}: {what} predicts {now / then:.4f}x its baseline's ASR on {name} "
                      f"({now:.3f}, baseline {then:.3f})", fix)
 
 

@@ -41,7 +41,7 @@ def _figure(v: Violation) -> str:
         return "-"
     if v.measure in ("asr", "acmr"):
         against = {"unoptimized": " reachable", "regression": " baseline"}.get(v.kind, "")
-        ratio = f" ({v.ratio:.3f}x{against})" if v.ratio is not None and against else ""
+        ratio = f" ({v.ratio:.4f}x{against})" if v.ratio is not None and against else ""
         return f"{v.measure.upper()} {v.figure:.3f}{ratio}"
     if v.kind == "removed":
         return "gone"
