@@ -162,6 +162,7 @@ def test_stages_on_worker_processes_give_the_same_answers(tmp_path, monkeypatch)
                    pool.submit("real GPUs", run_real_gpus, groups, scope))
         there, there_real = (pool.result(h) for h in handles)
     assert sorted(seen) == ["real GPUs", "shipped"] and set(pool.started) == set(seen)
+    assert set(pool.cpu) == set(seen) and pool.cpu["shipped"] > 0          # each job's CPU seconds there
     here, here_real = run_shipped(inputs, scope), run_real_gpus(groups, scope)
     pd.testing.assert_frame_equal(here["result"].table(), there["result"].table())
     assert [m.name for m in there["meshes"]] == [m.name for m in inputs] and not there["left_out"]
@@ -174,7 +175,7 @@ def test_stages_on_worker_processes_give_the_same_answers(tmp_path, monkeypatch)
         inline.when_done(handle, lambda: ended.append(seen[-1]))
         assert not ended and seen[-1] != "real GPUs/again"         # kept until asked for
         assert inline.result(handle)["stride"] is None
-    assert ended == ["real GPUs/again"]
+    assert ended == ["real GPUs/again"] and inline.cpu["real GPUs/again"] >= 0
 
 
 def test_shipped_table_marks_the_best_of_each_column(shipped):

@@ -135,6 +135,9 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
                     answers[i] = pool.result(cells[i])
                 workers = pool.workers
             started = dict(pool.started)         # complete once the pool is closed
+            cpu = dict(timer.cpu)
+            for label, seconds in pool.cpu.items():
+                cpu[stage_of(label)] = cpu.get(stage_of(label), 0.0) + seconds
             where = f" ({workers} workers)" if workers > 1 else ""
             for name in WORKER_STAGES + ("simulate",):
                 stages[name + where] = timer.span(name, started)
@@ -168,6 +171,7 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
     written["seconds"] = time.perf_counter() - t_start
     written["stages"] = stages
     written["jobs"] = {name: sum(timer.job_seconds(name, started)) for name in WORKER_STAGES + ("simulate",)}
+    written["cpu"] = {**cpu, **{k: v for k, v in timer.cpu.items() if k not in cpu}}
     written["workers"] = workers
     return written
 
@@ -179,14 +183,16 @@ class _Timer:
     def __init__(self, show: ReportProgress):
         self.show = show
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
         self.ends: dict[str, float] = {}
 
     @contextmanager
     def stage(self, name: str):
         self.show.started(name)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         yield
         self.seconds[name] = time.perf_counter() - t0
+        self.cpu[name] = time.process_time() - c0
         self.show.finished(name)
 
     def ended_job(self, label: str):

@@ -39,10 +39,12 @@ def _start_worker(threads: int, notices) -> None:
 
 
 def _run(label: str, fn, args: tuple):
-    """A job in a worker: announce it, then run it."""
+    """A job in a worker: announce it, run it; its answer and the CPU time it took."""
     if _NOTICES is not None:
         _NOTICES.put((label, time.monotonic()))
-    return fn(*args)
+    cpu = time.process_time()
+    answer = fn(*args)
+    return answer, time.process_time() - cpu
 
 
 class _Deferred:
@@ -71,6 +73,8 @@ class Workers:
         self.pool = None
         self.on_start = on_start
         self.started: dict[str, float] = {}
+        #: CPU seconds of each job whose result was asked for (its process's threads included)
+        self.cpu: dict[str, float] = {}
         self._listener = None
         cores = default_workers()
         n = cores if workers is None else max(1, int(workers))
@@ -92,19 +96,24 @@ class Workers:
         ``progress``, which does not cross processes).  ``label`` names the job to
         ``on_start`` (the part before the first ``/`` names its stage)."""
         if self.pool is not None:
-            return self.pool.submit(_run, label, fn, args)
+            future = self.pool.submit(_run, label, fn, args)
+            future.label = label
+            return future
         return _Deferred(label, fn, args, progress)
 
     def result(self, handle):
         """The job's answer (its exception, re-raised here, when it failed)."""
         if isinstance(handle, Future):
-            return handle.result()
+            answer, self.cpu[handle.label] = handle.result()
+            return answer
         self._started(handle.label, time.monotonic())
+        cpu = time.process_time()
         try:
             if handle.progress is None:
                 return handle.fn(*handle.args)
             return handle.fn(*handle.args, progress=handle.progress)
         finally:
+            self.cpu[handle.label] = time.process_time() - cpu
             for callback in handle.callbacks:
                 callback()
 
