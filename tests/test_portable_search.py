@@ -173,3 +173,32 @@ def test_a_move_past_the_codec_slack_is_undone(monkeypatch):
     res = optimize_for_target(grid.triangles, grid.vertex_count, target=get_target("portable"))
     assert res.stats["candidate"].endswith(" + search")
     assert codec_bits(res.triangles).raw > 0
+
+
+def test_of_a_move_past_the_codec_limit_the_first_changes_within_it_are_kept():
+    # from meshoptimizer's order the windows trade index-codec size for invocations
+    mesh = meshes.torus(40, 20)
+    count = mesh.vertex_count
+    tris = _meshoptimizer_of(_shuffled(mesh))
+    target = get_target("portable")
+    start = np.array(judged(number_by_first_use(tris, count)[0], count, target), np.float64)
+
+    def search(refuse=None):
+        found = WindowSearch(tris, count, target.evaluation_profiles(count), reference=start, caps=start,
+                             windows=(128, 64, 32), worst_weight=1.0, kcache_size=15, refuse=refuse)
+        found.run((FROM_FIRST, KCACHE), rounds=4, turns=1, work=10**12)
+        return found
+
+    free = search()
+    before, after = codec_bits(tris, count).raw, codec_bits(free.order, count).raw
+    assert after > before
+    limit = (before + after) / 2
+
+    def too_large(order):
+        return codec_bits(order, count).raw > limit
+
+    bounded = search(too_large)
+    assert 0 < bounded.kept < free.kept
+    assert codec_bits(bounded.order, count).raw <= limit
+    assert np.array_equal(bounded.invocations, judged(number_by_first_use(bounded.order, count)[0], count, target))
+    assert np.all(bounded.invocations <= start)

@@ -10,8 +10,10 @@ The steps, for one index buffer:
 2. **Screening**: a short window search (:mod:`.search`: one round of the first move over the
    window lengths of :data:`~.tuning.SCREEN_WINDOWS`) from the order the objective chooses
    (:mod:`.objective`), from the candidate nearest to being within the reference's figures where
-   the reference is chosen, and from the layers; the starts are independent, so they run on the
-   machine's cores at once, and the result is the same on any number of cores.
+   the reference is chosen, from the layers, and from the input (so that an order this function
+   wrote is a start again: optimizing it a second time keeps it, or improves it); the starts are
+   independent, so they run on the machine's cores at once, and the result is the same on any
+   number of cores.
 3. **Search**: from the screened order with the lowest objective, the moves of
    :data:`~.tuning.MOVES` in turns, each in rounds, until none keeps a change or the work bound
    is spent.
@@ -66,8 +68,8 @@ __all__ = ["optimize_for_target"]
 
 def _search(pool: Pool, tris: np.ndarray, start: str | None) -> WindowSearch:
     """A window search from the candidate ``start`` (None: the input), every profile within its
-    cap (:func:`.objective.caps`); where meshoptimizer's order is the fallback, a move whose
-    result passes its codec slack is undone and the search ends."""
+    cap (:func:`.objective.caps`); where meshoptimizer's order is the fallback, of a move whose
+    result passes its codec slack only the first changes within it are kept."""
     order = tris if start is None else pool[start].original
     begun = pool.given if start is None else pool[start].invocations
     reference = pool.reference.invocations
@@ -88,7 +90,8 @@ def _refine(pool: Pool, tris: np.ndarray, work: int) -> list[dict]:
     if chosen == REFERENCE:
         starts.append(pool.closest_to_reference())
     starts.append(add_layers(pool, tris))
-    starts = list(dict.fromkeys(s for k, s in enumerate(starts) if s is not None or k == 0))
+    starts.append(None)
+    starts = list(dict.fromkeys(s for k, s in enumerate(starts) if s is not None or k == 0 or k == len(starts) - 1))
     share = int(SCREEN_SHARE * work)
 
     def screen(start):

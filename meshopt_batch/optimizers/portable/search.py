@@ -52,16 +52,20 @@ _BLOCK = 32
 
 @njit(cache=True, nogil=True)
 def _rounds(state, move, windows, used, rounds, work, spent, reference, caps, worst_weight, buffers, kcache_size, out,
-            margin, tried, changed, version, rank, scale, threshold):
+            margin, tried, changed, version, rank, scale, threshold, log_spans, log_rows):
     """One move's rounds (see the module docstring) from ``spent`` work done: ``(changes kept,
-    work done in all, trials)``.  ``tried[slot]`` is the ``version`` (changes kept in the whole
-    search) when the move last tried the window ``slot``, ``changed[block]`` the version when a
-    change last reached a block of triangles; ``margin`` < 0 tries every window every round."""
+    work done in all, trials, changes logged)``.  ``tried[slot]`` is the ``version`` (changes kept
+    in the whole search) when the move last tried the window ``slot``, ``changed[block]`` the
+    version when a change last reached a block of triangles; ``margin`` < 0 tries every window
+    every round.  Each change kept is logged, while there is room, as ``(start, stop, first row)``
+    in ``log_spans`` and the window's new triangles from that row of ``log_rows``."""
     order, totals, pending = state.order, state.totals, state.pending
     n = order.shape[0]
     p_count = totals.shape[0]
     kept = 0
     trials = 0
+    logged = 0
+    rows = 0
     current = score(totals, reference, worst_weight)
     for _ in range(rounds):
         kept_before = kept
@@ -76,7 +80,7 @@ def _rounds(state, move, windows, used, rounds, work, spent, reference, caps, wo
                     if stop - start < 2:
                         continue
                     if spent >= work:
-                        return kept, spent, trials
+                        return kept, spent, trials, logged
                     if margin >= 0 and slot[j] >= 0:
                         near = 0
                         for b in range(max(0, start - margin) // _BLOCK, min(n, stop + margin - 1) // _BLOCK + 1):
@@ -102,6 +106,11 @@ def _rounds(state, move, windows, used, rounds, work, spent, reference, caps, wo
                         if got < current:
                             accept(state, window, start, stop)
                             current = got
+                            if logged == kept and logged < log_spans.shape[0] and rows + w <= log_rows.shape[0]:
+                                log_spans[logged, 0], log_spans[logged, 1], log_spans[logged, 2] = start, stop, rows
+                                log_rows[rows:rows + w] = window
+                                rows += w
+                                logged += 1
                             kept += 1
                             version[0] += 1
                             for b in range(start // _BLOCK, (stop - 1) // _BLOCK + 1):
@@ -111,7 +120,7 @@ def _rounds(state, move, windows, used, rounds, work, spent, reference, caps, wo
                     slot[j] = version[0]
         if kept == kept_before:
             break
-    return kept, spent, trials
+    return kept, spent, trials, logged
 
 
 class WindowSearch:
@@ -141,8 +150,9 @@ class WindowSearch:
         (cheapest profiles first, each as a share of its reference figure, in invocations of
         the mean profile) add up to more than this (``np.inf``: every profile is judged).
     refuse : callable, keyword-only
-        Order -> True where a move's result may not be kept (e.g. its index-codec size); the
-        move is undone and the search ends.
+        Order -> True where an order may not be kept (e.g. its index-codec size): of a move
+        whose result it refuses, the longest run of its first changes it takes is kept (a
+        bisection over the changes in the order they were kept), and the next move goes on.
 
     Attributes
     ----------
@@ -157,8 +167,6 @@ class WindowSearch:
         triangles the moves reordered (what a work bound counts).
     trials : int
         Window changes judged so far.
-    ended : bool
-        A move was undone (``refuse``): the search does no more.
     """
 
     def __init__(self, triangles: np.ndarray, vertex_count: int, profiles, *, reference, caps, windows,
@@ -181,8 +189,9 @@ class WindowSearch:
                                n // max(int(self._widths.min(initial=1)), 1) + 2), -1, np.int64)
         self._changed = np.zeros(n // _BLOCK + 2, np.int64)
         self._version = np.ones(1, np.int64)
+        self._log_spans = np.zeros((max(n, 1), 3), np.int64)
+        self._log_rows = np.zeros((max(4 * n, 1), 3), np.int64)
         self.kept = self.work = self.trials = 0
-        self.ended = False
 
     @property
     def order(self) -> np.ndarray:
@@ -191,6 +200,28 @@ class WindowSearch:
     @property
     def invocations(self) -> np.ndarray:
         return self._state.totals
+
+    def _undo(self, before: np.ndarray, logged: int) -> int:
+        """Keep the longest run of the last move's first changes (of the ``logged`` ones) whose
+        order ``refuse`` takes (a bisection: the first changes gained most), the move's start
+        where none is; returns how many are kept."""
+
+        def replayed(count):
+            order = before.copy()
+            for start, stop, row in self._log_spans[:count]:
+                order[start:stop] = self._log_rows[row:row + stop - start]
+            return order
+
+        low, high = 0, logged          # low's order is taken; above high none is known to be
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._refuse(replayed(middle)):
+                high = middle - 1
+            else:
+                low = middle
+        self._state = new_state(replayed(low), self._vertex_count, self._profiles)
+        self._rank = trial_order(self._state)
+        return low
 
     def run(self, moves, *, rounds: int, turns: int, work: int, lengths: dict | None = None) -> int:
         """Let ``moves`` take turns (at most ``turns``; a turn that keeps nothing ends it), each
@@ -202,22 +233,20 @@ class WindowSearch:
         for _ in range(turns):
             kept_in_turn = 0
             for move in moves:
-                if self.work >= work or self.ended:
+                if self.work >= work:
                     return kept
                 before = self._state.order.copy() if self._refuse is not None else None
                 used = np.ones(self._widths.shape[0], np.bool_)
                 if lengths is not None and move in lengths:
                     used = np.isin(self._widths, np.asarray(lengths[move], np.int64))
-                changes, self.work, tried = _rounds(
+                changes, self.work, tried, logged = _rounds(
                     self._state, move, self._widths, used, rounds, work, self.work, self._reference, self._caps,
                     self._worst_weight, self._buffers, self._kcache_size, self._out, self._margin, self._tried[move],
-                    self._changed, self._version, self._rank, self._scale, self._threshold)
+                    self._changed, self._version, self._rank, self._scale, self._threshold, self._log_spans,
+                    self._log_rows)
                 self.trials += tried
                 if changes and self._refuse is not None and self._refuse(self._state.order):
-                    self._state = new_state(before, self._vertex_count, self._profiles)
-                    self._rank = trial_order(self._state)
-                    self.ended = True
-                    return kept
+                    changes = self._undo(before, logged if logged == changes else 0)
                 self.kept += changes
                 kept += changes
                 kept_in_turn += changes
