@@ -61,9 +61,10 @@ class Workers:
     Parameters
     ----------
     enabled : bool
-        Use worker processes (only where this process may run on more than one core).
+        Use worker processes.
     workers : int or None
-        How many (default: one per core this process may run on).
+        How many (default: one per core this process may run on; one: none, the jobs run
+        here).
     on_start : callable or None
         ``on_start(label)``, called in this process as each job starts (from a helper
         thread when the job runs in a worker).
@@ -78,7 +79,7 @@ class Workers:
         self._listener = None
         cores = default_workers()
         n = cores if workers is None else max(1, int(workers))
-        if enabled and n > 1 and cores > 1:
+        if enabled and n > 1:
             context = multiprocessing.get_context("spawn")
             self._notices = context.SimpleQueue()
             self.pool = ProcessPoolExecutor(n, mp_context=context, initializer=_start_worker,
