@@ -23,7 +23,7 @@ OUTPUT_DIR = ROOT / "docs" / "benchmarks" / "output"
 OUTPUTS = {
     "bench_portable_quick": ("bench_portable", ".venv/bin/python benchmarks/bench_portable.py --quick --no-speed "
                                                "--markdown docs/benchmarks/output/bench_portable_quick.md"),
-    "bench_portable": ("bench_portable", ".venv/bin/python benchmarks/bench_portable.py "
+    "bench_portable": ("bench_portable", ".venv/bin/python benchmarks/bench_portable.py --no-speed "
                                          "--markdown docs/benchmarks/output/bench_portable.md"),
     "bench_assets": ("bench_assets", ".venv/bin/python benchmarks/bench_assets.py "
                                      "--markdown docs/benchmarks/output/bench_assets.md"),
