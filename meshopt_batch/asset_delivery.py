@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import meshopt
 import numpy as np
 
 from .io.gltf_compression import DEFAULT_EXTENSION, Packed, compression_plan, index_view_units, pack_streams
@@ -42,6 +41,7 @@ from .io.gltf_draws import VertexSet
 from .io.gltf_layout import DocumentEditor
 from .io.gltf_meshopt import stored_buffers
 from .io.gltf_streams import regroup_views
+from .meshoptimizer_bindings import codecs
 from .weld import weld_records
 
 __all__ = ["OutputForm", "SIZE_BUDGET", "deliver", "editor_units", "fixed_index_type", "output_form", "set_cost",
@@ -186,12 +186,12 @@ def _encoded_rows(rows: np.ndarray, version: int) -> int:
         return 0
     if flat.shape[1] % 4:
         flat = np.pad(flat, ((0, 0), (0, -flat.shape[1] % 4)))
-    return len(meshopt.encode_vertex_buffer_level(flat, 2, version))
+    return len(codecs.encode_vertex_buffer_level(flat, 2, version))
 
 
 def _encoded_indices(triangles: np.ndarray) -> int:
     flat = np.asarray(triangles, np.int64).reshape(-1)
-    return len(meshopt.encode_index_buffer(flat.astype(np.uint32))) if flat.size else 0
+    return len(codecs.encode_index_buffer(flat.astype(np.uint32))) if flat.size else 0
 
 
 def set_cost(got: GltfFile, stored: list[bytes] | None, vset: VertexSet, source: np.ndarray | None,

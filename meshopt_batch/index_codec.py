@@ -19,9 +19,9 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-import meshoptimizer
 import numpy as np
 
+from .meshoptimizer_bindings import codecs
 from .reuse import as_index_array
 from .vertex_fetch import first_use_labels
 
@@ -63,6 +63,6 @@ def codec_bits(triangles, vertex_count: int | None = None) -> CodecBits:
     if tris.shape[0] == 0:
         return CodecBits(0.0, 0.0, 0)
     flat = np.ascontiguousarray(first_use_labels(tris, vcount)[tris], np.uint32).reshape(-1)
-    encoded = bytes(meshoptimizer.encode_index_buffer(flat, flat.size, int(flat.max()) + 1))
+    encoded = bytes(codecs.encode_index_buffer(flat))
     t = tris.shape[0]
     return CodecBits(8.0 * len(encoded) / t, 8.0 * len(zlib.compress(encoded, 9)) / t, int(t))

@@ -42,9 +42,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-import meshopt
 import numpy as np
 
+from ..meshoptimizer_bindings import codecs
 from .gltf_meshopt import DecodedView, StreamLayout, encode_view, meshopt_extension
 from .gltf_types import COMPONENT_DTYPES, MESHOPT_EXTENSIONS, element_size
 
@@ -224,7 +224,7 @@ def pack_streams(doc: dict, buffers: list[bytes], plan: dict[int, StreamLayout],
         if vi not in sources and len(stream) + JSON_PER_STREAM >= len(raw):
             continue  # compressing this view saves nothing once its extension object is counted
         if lay.mode == "TRIANGLES" and not (vi in sources and stream == sources[vi].encoded):
-            plain = meshopt.decode_index_buffer(stream, len(plain) // lay.stride, lay.stride).tobytes()
+            plain = codecs.decode_index_buffer(stream, len(plain) // lay.stride, lay.stride).tobytes()
         if vi not in sources or stream != sources[vi].encoded:
             reencoded.add(vi)
         streams[vi], layouts[vi], plain_of[vi] = stream, lay, plain

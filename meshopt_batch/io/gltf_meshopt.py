@@ -51,10 +51,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import meshopt
 import numpy as np
 
 from ..limits import MAX_ELEMENTS, LimitError, check_memory
+from ..meshoptimizer_bindings import codecs
 from .common import Refusal
 from .gltf_types import MESHOPT_EXTENSIONS
 
@@ -203,14 +203,14 @@ def decode_view(layout: StreamLayout, stream: bytes, view_index: int) -> Decoded
                               f"({'0xa0' if layout.extension.startswith('EXT') else '0xa0 or 0xa1'} expected)")
             unfiltered = None
             if layout.filter != "NONE":
-                unfiltered = meshopt.decode_vertex_buffer(stream, layout.count, layout.stride)
-            rows = meshopt.decode_vertex_buffer(stream, layout.count, layout.stride,
+                unfiltered = codecs.decode_vertex_buffer(stream, layout.count, layout.stride)
+            rows = codecs.decode_vertex_buffer(stream, layout.count, layout.stride,
                                                 None if layout.filter == "NONE" else layout.filter)
             data = rows.tobytes()
         elif layout.mode == "TRIANGLES":
-            unfiltered, data = None, meshopt.decode_index_buffer(stream, layout.count, layout.stride).tobytes()
+            unfiltered, data = None, codecs.decode_index_buffer(stream, layout.count, layout.stride).tobytes()
         else:
-            unfiltered, data = None, meshopt.decode_index_sequence(stream, layout.count, layout.stride).tobytes()
+            unfiltered, data = None, codecs.decode_index_sequence(stream, layout.count, layout.stride).tobytes()
     except ValueError as exc:
         raise Refusal(f"{where}: the {layout.mode} stream does not decode ({exc}; "
                       f"{layout.length} bytes for {layout.count} elements of {layout.stride})") from None
@@ -219,8 +219,8 @@ def decode_view(layout: StreamLayout, stream: bytes, view_index: int) -> Decoded
 
 def _encode_attributes(rows: np.ndarray, version: int) -> bytes:
     if version == 0:
-        return meshopt.encode_vertex_buffer_level(rows, 2, 0)
-    return min((meshopt.encode_vertex_buffer_level(rows, level, 1) for level in VERSION1_LEVELS), key=len)
+        return codecs.encode_vertex_buffer_level(rows, 2, 0)
+    return min((codecs.encode_vertex_buffer_level(rows, level, 1) for level in VERSION1_LEVELS), key=len)
 
 
 def encode_view(stored: bytes, layout: StreamLayout, *, version: int | None = None,
@@ -253,8 +253,8 @@ def encode_view(stored: bytes, layout: StreamLayout, *, version: int | None = No
     if layout.mode != "ATTRIBUTES":
         indices = np.frombuffer(stored, np.uint16 if stride == 2 else np.uint32)
         if layout.mode == "TRIANGLES":
-            return meshopt.encode_index_buffer(indices)
-        return meshopt.encode_index_sequence(indices)
+            return codecs.encode_index_buffer(indices)
+        return codecs.encode_index_sequence(indices)
     if version is None:
         version = source.version if source is not None and source.version is not None else (
             0 if layout.extension == "EXT_meshopt_compression" else 1)

@@ -12,9 +12,9 @@ References
 
 from __future__ import annotations
 
-import meshoptimizer
 import numpy as np
 
+from ..meshoptimizer_bindings import optimizers as meshoptimizer
 from ._util import check_cache_size
 
 __all__ = ["optimize_overdraw", "optimize_vertex_cache", "optimize_vertex_cache_fifo", "optimize_vertex_cache_strip"]
