@@ -3,13 +3,14 @@
 with each stage's time and the machine's load.
 
 Stages on the worker processes overlap each other and this process's (compare, meshlets,
-probe): each is printed as its wall span (first job's start to last job's end), its jobs'
-wall time added up and its CPU time, so that a stage's figure can be read apart from the
-others' (the shipped table and the assets are the portable optimizer's; simulate is the
-pipeline model's), and the CPU times apart from the machine's other load.
-The load average (1, 5, 15 min) is printed before and after, and the CPU time of this process
-and its workers: the targets are for an otherwise idle 2-core machine, and another program's
-load shows there.  The first line is the summary a README quotes.
+probe): each is printed with when it ran (seconds from the report's start), its wall span
+(first job's start to last job's end), its jobs' wall time added up and its CPU time, so that
+a stage's figure can be read apart from the others' (the shipped table and the assets are the
+portable optimizer's; simulate is the pipeline model's), and the CPU times apart from the
+machine's other load.  The load average (1, 5, 15 min) is printed before and after, and the
+CPU time of this process and its workers: the targets are for an otherwise idle 2-core
+machine, and another program's load shows there.  The first line is the summary a README
+quotes.
 
     python benchmarks/bench_report.py [--full] [--out DIR]
 """
@@ -49,12 +50,13 @@ def main(argv=None):
           f"target (load average {load_before} before, {load_after} after)")
     print(f"  {cpu:.0f} s CPU in this process and its {res['workers']} worker process(es); "
           f"{len(res['figures'])} figures in {out}")
-    print("  stage                              wall s  jobs' s    CPU s")
+    print("  stage                              from s   to s  wall s  jobs' s   CPU s")
     for stage, seconds in res["stages"].items():
         base = stage.split(" (", 1)[0]
+        start, end = res["timeline"][base]
         jobs = res["jobs"].get(base)
-        print(f"  {stage:34s} {seconds:6.1f} " + (f"{jobs:8.1f}" if jobs is not None else " " * 8)
-              + f" {res['cpu'].get(base, float('nan')):8.1f}")
+        jobs = f"{jobs:8.1f}" if jobs is not None else " " * 8
+        print(f"  {stage:34s} {start:6.1f} {end:6.1f} {seconds:7.1f} {jobs} {res['cpu'][base]:7.1f}")
     return 0
 
 

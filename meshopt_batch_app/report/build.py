@@ -46,6 +46,8 @@ SECTION_ANCHORS = ("verdict", "compare", "assets", "real-gpus", "probe", "simula
 MAIN_STAGES = ("results files", "meshes", "compare", "meshlets", "probe", "figures", "simulate figures", "write")
 #: Stages of one job each on the workers (the simulate matrix adds one job per cell).
 WORKER_STAGES = ("shipped", "assets", "real GPUs")
+#: Every stage, as the result lists them.
+_ORDER = MAIN_STAGES[:5] + WORKER_STAGES + ("simulate",) + MAIN_STAGES[5:]
 
 
 def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None) -> dict:
@@ -69,10 +71,12 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
     Returns
     -------
     dict
-        ``{"html", "markdown", "figures", "data", "seconds", "stages", "jobs"}``: ``stages``
-        is each stage's wall time, from its first job's start to its last job's end (stages
-        on the workers overlap this process's), ``jobs`` each worker stage's jobs' times
-        added up.
+        ``{"html", "markdown", "figures", "data", "seconds", "stages", "jobs", "cpu",
+        "timeline", "workers"}``: ``stages`` is each stage's wall time, from its first job's
+        start to its last job's end (stages on the workers overlap this process's), ``jobs``
+        each worker stage's jobs' wall times added up, ``cpu`` each stage's CPU time (its
+        process's threads included), ``timeline`` each stage's start and end in seconds from
+        the report's start, ``workers`` the worker processes used (1: none).
 
     Raises
     ------
@@ -86,7 +90,6 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
     counts = {name: 1 for name in MAIN_STAGES[:5] + WORKER_STAGES}
     counts["simulate"] = len(sim_jobs)
     counts.update({name: 1 for name in MAIN_STAGES[5:]})
-    stages: dict[str, float] = {}
     with ReportProgress(counts, bool(progress)) as show:
         timer = _Timer(show)
         with timer.stage("results files"):
@@ -134,23 +137,20 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
                 for i in schedule:
                     answers[i] = pool.result(cells[i])
                 workers = pool.workers
-            started = dict(pool.started)         # complete once the pool is closed
-            cpu = dict(timer.cpu)
+            timer.add_jobs(pool.started, pool.ended)          # complete once the pool is closed
             for label, seconds in pool.cpu.items():
-                cpu[stage_of(label)] = cpu.get(stage_of(label), 0.0) + seconds
-            where = f" ({workers} workers)" if workers > 1 else ""
-            for name in WORKER_STAGES + ("simulate",):
-                stages[name + where] = timer.span(name, started)
+                timer.cpu[stage_of(label)] = timer.cpu.get(stage_of(label), 0.0) + seconds
             sim_data = simulate_section.collect_simulations(sim_jobs, answers, sim_meta, scope, workers,
-                                                            timer.span("simulate", started))
+                                                            timer.seconds("simulate"))
 
             with timer.stage("simulate figures"):
                 sec_sim, matrix = simulate_section.simulate_section(sim_data, scope)
                 sec_gl = glcheck_section.glcheck_section(sim_data, scope)
                 tables = _data_tables(cmp_data, matrix, sim_data, shipped, asset_data)
                 sec_anchor = anchors.anchors_section(cmp_df, matrix, tables.get("frames.csv"), scope.orders[0])
-            stages.update((k, v) for k, v in timer.seconds.items() if k not in ("write",))
-            stages = _ordered(stages, where)
+            where = f" ({workers} workers)" if workers > 1 else ""
+            stages = {name + (where if name in WORKER_STAGES + ("simulate",) else ""): timer.seconds(name)
+                      for name in _ORDER if name != "write"}
 
             with timer.stage("write"):
                 overview = _overview(scope, meshes, mesh_notes, probe_data, stages,
@@ -167,49 +167,56 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
                 for m in meshes:
                     if m.procedural:
                         atomic_write(mesh_dir / m.path.name, m.path.read_bytes())
-    stages["write"] = timer.seconds["write"]
+    stages["write"] = timer.seconds("write")
     written["seconds"] = time.perf_counter() - t_start
     written["stages"] = stages
-    written["jobs"] = {name: sum(timer.job_seconds(name, started)) for name in WORKER_STAGES + ("simulate",)}
-    written["cpu"] = {**cpu, **{k: v for k, v in timer.cpu.items() if k not in cpu}}
+    written["jobs"] = {name: timer.job_seconds(name) for name in WORKER_STAGES + ("simulate",)}
+    written["cpu"] = {name: timer.cpu.get(name, 0.0) for name in _ORDER}
+    written["timeline"] = {name: timer.window(name) for name in _ORDER}
     written["workers"] = workers
     return written
 
 
 class _Timer:
-    """Each stage's wall time: this process's stages as they run, the workers' jobs from their
-    start (the workers' notices) to their end (the futures' callbacks)."""
+    """When each stage ran: this process's stages as they run, the workers' jobs as the workers
+    saw them (:class:`~meshopt_batch_app.report.workers.Workers`); all on one monotonic clock,
+    which the worker processes share."""
 
     def __init__(self, show: ReportProgress):
         self.show = show
-        self.seconds: dict[str, float] = {}
+        self.t0 = time.monotonic()
+        self.runs: dict[str, tuple[float, float]] = {}     # job or stage -> (start, end)
         self.cpu: dict[str, float] = {}
-        self.ends: dict[str, float] = {}
 
     @contextmanager
     def stage(self, name: str):
         self.show.started(name)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.monotonic(), time.process_time()
         yield
-        self.seconds[name] = time.perf_counter() - t0
+        self.runs[name] = (t0, time.monotonic())
         self.cpu[name] = time.process_time() - c0
         self.show.finished(name)
 
     def ended_job(self, label: str):
-        def ended():
-            self.ends[label] = time.monotonic()
-            self.show.finished(label)
-        return ended
+        return lambda: self.show.finished(label)
 
-    def span(self, stage: str, started: dict[str, float]) -> float:
-        """From the stage's first job's start to its last job's end."""
-        labels = [k for k in self.ends if stage_of(k) == stage and k in started]
-        if not labels:
-            return 0.0
-        return max(self.ends[k] for k in labels) - min(started[k] for k in labels)
+    def add_jobs(self, started: dict[str, float], ended: dict[str, float]) -> None:
+        """The workers' jobs, once every start notice is in."""
+        self.runs.update((k, (started[k], end)) for k, end in ended.items() if k in started)
 
-    def job_seconds(self, stage: str, started: dict[str, float]) -> list[float]:
-        return [self.ends[k] - started[k] for k in self.ends if stage_of(k) == stage and k in started]
+    def window(self, stage: str) -> tuple[float, float]:
+        """From the stage's first start to its last end, in seconds from the report's start."""
+        runs = [r for k, r in self.runs.items() if stage_of(k) == stage]
+        if not runs:
+            return 0.0, 0.0
+        return min(r[0] for r in runs) - self.t0, max(r[1] for r in runs) - self.t0
+
+    def seconds(self, stage: str) -> float:
+        start, end = self.window(stage)
+        return end - start
+
+    def job_seconds(self, stage: str) -> float:
+        return sum(end - start for k, (start, end) in self.runs.items() if stage_of(k) == stage)
 
 
 def _draw(section: Section) -> None:
@@ -218,14 +225,6 @@ def _draw(section: Section) -> None:
         fig.png_bytes()
     for sub in section.subsections:
         _draw(sub)
-
-
-def _ordered(stages: dict, where: str) -> dict:
-    """Stages in the order they start: this process's first three, the workers', the rest."""
-    first = [k for k in ("results files", "meshes", "compare", "meshlets", "probe") if k in stages]
-    workers = [k + where for k in WORKER_STAGES + ("simulate",) if k + where in stages]
-    rest = [k for k in stages if k not in first and k not in workers]
-    return {k: stages[k] for k in first + workers + rest}
 
 
 def _verdict(shipped, asset_data, real_data) -> Section:

@@ -39,12 +39,13 @@ def _start_worker(threads: int, notices) -> None:
 
 
 def _run(label: str, fn, args: tuple):
-    """A job in a worker: announce it, run it; its answer and the CPU time it took."""
+    """A job in a worker: announce it, run it; its answer, the CPU time it took and when it
+    ended."""
     if _NOTICES is not None:
         _NOTICES.put((label, time.monotonic()))
     cpu = time.process_time()
     answer = fn(*args)
-    return answer, time.process_time() - cpu
+    return answer, time.process_time() - cpu, time.monotonic()
 
 
 class _Deferred:
@@ -73,8 +74,11 @@ class Workers:
     def __init__(self, enabled: bool = True, workers: int | None = None, on_start=None):
         self.pool = None
         self.on_start = on_start
+        #: when each job started and ended (``time.monotonic``, the same clock in every process
+        #: of the machine) and the CPU seconds it took (its process's threads included): the
+        #: jobs whose results were asked for; ``started`` is complete once the pool is closed
         self.started: dict[str, float] = {}
-        #: CPU seconds of each job whose result was asked for (its process's threads included)
+        self.ended: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self._listener = None
         cores = default_workers()
@@ -105,7 +109,7 @@ class Workers:
     def result(self, handle):
         """The job's answer (its exception, re-raised here, when it failed)."""
         if isinstance(handle, Future):
-            answer, self.cpu[handle.label] = handle.result()
+            answer, self.cpu[handle.label], self.ended[handle.label] = handle.result()
             return answer
         self._started(handle.label, time.monotonic())
         cpu = time.process_time()
@@ -115,6 +119,7 @@ class Workers:
             return handle.fn(*handle.args, progress=handle.progress)
         finally:
             self.cpu[handle.label] = time.process_time() - cpu
+            self.ended[handle.label] = time.monotonic()
             for callback in handle.callbacks:
                 callback()
 
@@ -139,8 +144,11 @@ class Workers:
             self._started(*notice)
 
     def close(self) -> None:
+        """Stop the workers (without waiting for them to exit) once their notices are read:
+        a job's notice is sent before its answer, so every job whose answer came is in
+        :attr:`started` after this."""
         if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+            self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = None
             self._notices.put(None)
             self._listener.join()
