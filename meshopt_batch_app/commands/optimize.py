@@ -44,7 +44,7 @@ MAX_EFFORT = 100_000
 DEFAULT_METHOD_NAME = "batch"
 #: The default ``--effort`` as the help text names it (:data:`meshopt_batch.optimizers.portable.tuning.
 #: WINDOW_WORK` in millions; a test keeps the two equal).
-DEFAULT_EFFORT = 10
+DEFAULT_EFFORT = 6
 
 
 def add_parser(subparsers):

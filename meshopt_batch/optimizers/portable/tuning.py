@@ -57,7 +57,7 @@ KCACHE_SIZE = 15
 #: The work bound for one index buffer, screening and search together: triangles simulated by the
 #: judge (the mean over the profiles) plus the triangles the moves reorder.  A search that
 #: converges takes a few hundred per triangle, so the bound stops only large buffers' searches.
-WINDOW_WORK = 10_000_000
+WINDOW_WORK = 6_000_000
 #: Share of the work bound each start's screening search may take.
 SCREEN_SHARE = 0.125
 #: A candidate's index-codec size may exceed meshoptimizer's order's by this factor (a policy:
