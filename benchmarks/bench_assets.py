@@ -53,13 +53,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from reference import load_reference  # noqa: E402
 
 from meshes import shared_mesh_path, shared_meshes_dir  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.io import load_draws, load_mesh, save_mesh  # noqa: E402
-from meshopt_batch.io.gltf_document import load_document  # noqa: E402
-from meshopt_batch.io.gltf_output import resource_files  # noqa: E402
+from meshopt_batch.io.gltf.file_packaging import resource_files  # noqa: E402
+from meshopt_batch.io.gltf.gltf_document import load_document  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
+from meshopt_batch.model.targets import PORTABLE, get_target  # noqa: E402
 from meshopt_batch.optimizers import get_method, optimize  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
-from meshopt_batch.targets import PORTABLE, get_target  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 
 GLTFPACK = ROOT / ".npm-tools" / "node_modules" / ".bin" / "gltfpack"
 MESHOPT_BATCH = Path(sys.executable).parent / "meshopt-batch"

@@ -44,9 +44,9 @@ from bench_probe import _slug  # noqa: E402
 
 from gpu_probe.corpus import load_draws  # noqa: E402
 from gpu_probe.counters import api_counter, renderer_record  # noqa: E402
-from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
+from meshopt_batch.support.errors import MeshoptBatchError  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 
 
 def prepare(out: Path) -> None:

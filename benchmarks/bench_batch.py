@@ -47,8 +47,8 @@ from bench_optimizers import INPUTS, fan  # noqa: E402
 
 import meshes  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
 from meshopt_batch.optimizers.batch import optimize_batch  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
 
 VARIANTS = {
     "full": {},

@@ -44,8 +44,8 @@ from bench_probe import _slug  # noqa: E402
 
 from gpu_probe.counters import api_counter, renderer_record  # noqa: E402
 from gpu_probe.experiments import block_rule_buffers  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 
 
 def measure(groups, counter) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:

@@ -22,7 +22,7 @@ pipeline                        commands
 
 Each file's bytes count the file and every external file it refers to; invocations are
 predicted (paper 001, Algorithm 1) on every profile of the portable target (issue 29's
-``meshopt_batch.targets``; nvidia_gl alone where that module is absent), from the indices
+``meshopt_batch.model.targets``; nvidia_gl alone where that module is absent), from the indices
 as a decoder reads them.  The done-when lines check, per asset: after each packer,
 ``optimize`` is at most 1.02x the packer's bytes (Draco excepted) and no primitive predicts
 more on any profile; ``optimize --compress`` is at most 1.05x ``gltfpack -c -noq``.
@@ -47,10 +47,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from meshopt_batch.io.gltf_document import read_accessor, read_document  # noqa: E402
-from meshopt_batch.io.gltf_draws import strip_fan_to_list  # noqa: E402
-from meshopt_batch.io.gltf_output import resource_files  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.io.gltf.draw_census import strip_fan_to_list  # noqa: E402
+from meshopt_batch.io.gltf.file_packaging import resource_files  # noqa: E402
+from meshopt_batch.io.gltf.gltf_document import read_accessor, read_document  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
 
 NODE_MODULES = ROOT / ".npm-tools" / "node_modules"
 BIN = NODE_MODULES / ".bin"
@@ -68,9 +68,9 @@ SIZE_RATIO, COMPRESS_RATIO = 1.02, 1.05
 def target_profiles():
     """The profiles of the portable target (one place: issue 29's targets module)."""
     try:
-        from meshopt_batch.targets import get_target  # lazy: present once the portable target has landed
+        from meshopt_batch.model.targets import get_target  # lazy: present once the portable target has landed
     except ImportError:
-        from meshopt_batch.profiles import get_profile  # lazy: the single profile before it
+        from meshopt_batch.model.profiles import get_profile  # lazy: the single profile before it
         return [get_profile("nvidia_gl")]
     return list(get_target("portable").profiles)
 

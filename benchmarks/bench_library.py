@@ -3,7 +3,7 @@
 Builds a library of distinct procedural meshes (no two files share a cache key, so nothing
 is copied instead of optimized) and measures, on this machine:
 
-* the optimization itself: :func:`meshopt_batch.asset.optimize_file` on every file in this
+* the optimization itself: :func:`meshopt_batch.assets.file_optimization.optimize_file` on every file in this
   process, one after the other, after a warm-up (the baseline);
 * files/s of a library run with 1 and 2 local workers, and the scaling efficiency
   ``t1 / (2 t2)``;
@@ -39,10 +39,10 @@ from pathlib import Path
 import numpy as np
 
 import meshes
-from meshopt_batch.asset import AssetOptions, optimize_file
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
 from meshopt_batch.io import save_mesh
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
 from meshopt_batch_app.library import LibrarySettings, optimize_library
 from meshopt_batch_app.library.dispatch import Job
 from meshopt_batch_app.library.local import LocalBackend

@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import meshes  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
 from meshopt_batch.meshlets import analyze_meshlets, build_meshlets  # noqa: E402
-from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON  # noqa: E402
-from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available  # noqa: E402
+from meshopt_batch.meshlets.meshoptimizer_meshlets import MISSING_REASON  # noqa: E402
+from meshopt_batch.meshlets.meshoptimizer_meshlets import available as peer_available  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 
 DEFAULT_MESHES = ("bunny", "dragon_100k", "happy_buddha_100k", "armadillo_86k", "tree", "tree_quaternius_birch8")
 BUILDERS = (("batch", 0.0), ("batch", 0.25), ("meshoptimizer", 0.0), ("meshoptimizer", 0.25))

@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import meshes  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
 from meshopt_batch.optimizers import optimize  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 from pipeline_model.overdraw import mesh_overdraw  # noqa: E402
 from pipeline_model.scene import resolve_mesh  # noqa: E402
 from pipeline_model.scene.builders import _folded_knot  # noqa: E402

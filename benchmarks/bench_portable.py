@@ -4,7 +4,7 @@ Per mesh -- the shared scans (``../shared/meshes``), the report's procedural mes
 ``../shared/gltf`` primitive of at least 1,000 triangles -- the orders ``optimize`` writes for
 ``portable``, for each single profile (``batch@nvidia_gl``...) and meshoptimizer's
 (``optimize_vertex_cache`` with first-use numbering, what gltfpack ships) are judged on every
-profile of the target (:func:`meshopt_batch.shipped.compare_shipped`); printed as ratios to
+profile of the target (:func:`meshopt_batch.evaluation.shipped_orders.compare_shipped`); printed as ratios to
 meshoptimizer's with the worst and mean over the profiles, the index-codec bits per triangle
 (``encode_index_buffer`` after first-use numbering), which candidate the portable optimizer
 chose, and ``vs_ref``: the largest ratio over the profiles of the portable order's invocations
@@ -55,10 +55,10 @@ from bench_batch import _peak_of  # noqa: E402
 from reference import load_reference  # noqa: E402
 
 import meshes  # noqa: E402
+from meshopt_batch.evaluation.shipped_orders import compare_shipped  # noqa: E402
 from meshopt_batch.io import load_meshes  # noqa: E402
-from meshopt_batch.optimizers.meshoptimizer_peer import optimize_vertex_cache  # noqa: E402
-from meshopt_batch.shipped import compare_shipped  # noqa: E402
-from meshopt_batch.targets import get_target  # noqa: E402
+from meshopt_batch.model.targets import get_target  # noqa: E402
+from meshopt_batch.optimizers.meshoptimizer_orders import optimize_vertex_cache  # noqa: E402
 
 SCANS = ("bunny", "dragon_100k", "happy_buddha_100k", "armadillo_86k", "dragon_res3", "flight_helmet",
          "tree", "tree_quaternius_birch8")
@@ -133,9 +133,9 @@ def _part_bounds(mesh, target, params: dict) -> pd.DataFrame:
     """One mesh's predicted invocations per profile (columns): ``portable``, ``best`` (the
     lowest of any order we make for it), ``input``, ``vertices`` (every vertex once) and
     ``meshoptimizer``."""
-    from meshopt_batch.optimizers.batch.optimizer import optimize_batch
+    from meshopt_batch.model.prediction import predict
+    from meshopt_batch.optimizers.batch.batch_optimizer import optimize_batch
     from meshopt_batch.optimizers.portable import optimize_for_target
-    from meshopt_batch.reuse import predict
 
     tris, count = np.asarray(mesh.triangles, np.int64), mesh.vertex_count
     res = optimize_for_target(tris, count, target=target, **params)

@@ -28,9 +28,9 @@ from reference_batching import reference_predict  # noqa: E402
 
 from meshes import shared_mesh_path  # noqa: E402
 from meshopt_batch.io import load_mesh  # noqa: E402
-from meshopt_batch.profiles import Profile, get_profile  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
-from meshopt_batch.reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
+from meshopt_batch.model.profiles import Profile, get_profile  # noqa: E402
+from meshopt_batch.model.reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel  # noqa: E402
 
 PROFILES = ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "fifo:16", "lru:32", "nvidia_gl+16bit",
             Profile("groups:4", 0, 0, "groups", 4), Profile("range", 0, 0, "range", 1)]

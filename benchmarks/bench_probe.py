@@ -69,10 +69,10 @@ from gpu_probe.counters import (  # noqa: E402
     resolve_counter,
 )
 from gpu_probe.experiments import run_experiments  # noqa: E402
-from gpu_probe.fit import fit  # noqa: E402
+from gpu_probe.profile_fit import fit  # noqa: E402
 from meshes import shared_mesh_path  # noqa: E402
-from meshopt_batch.errors import MeshoptBatchError  # noqa: E402
-from meshopt_batch.files import atomic_write  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
+from meshopt_batch.model.profiles import builtin_profile_names, get_profile  # noqa: E402
 from meshopt_batch.optimizers import get_method, optimize  # noqa: E402
 from meshopt_batch.optimizers.renumber import (  # noqa: E402
     optimize_for_direct_cache,
@@ -80,8 +80,8 @@ from meshopt_batch.optimizers.renumber import (  # noqa: E402
     renumber_for_direct_cache,
     segment_lower_bound,
 )
-from meshopt_batch.profiles import builtin_profile_names, get_profile  # noqa: E402
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.support.errors import MeshoptBatchError  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 from meshopt_batch_app.commands.probe import probe_mesh  # noqa: E402
 
 SMALL_MESHES = ("tree_quaternius_birch8.ply", "dragon_res3.ply", "flight_helmet.glb")

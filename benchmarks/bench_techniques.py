@@ -36,7 +36,7 @@ except (AttributeError, OSError):
 
 import numpy as np  # noqa: E402
 
-from meshopt_batch.files import atomic_write  # noqa: E402
+from meshopt_batch.support.files import atomic_write  # noqa: E402
 from pipeline_model.pipeline import simulate  # noqa: E402
 from pipeline_model.scene import shipped_scenes  # noqa: E402
 

@@ -3,7 +3,7 @@
 For every row of ``bench_portable.py`` (the shared scans, the procedural meshes, every
 ``../shared/gltf`` primitive of at least 1,000 triangles) the predicted invocations on each
 profile of ``portable`` of the order the default ``optimize`` writes and of meshoptimizer's
-(:func:`meshopt_batch.shipped.compare_shipped`); for every asset of ``bench_assets.py`` the
+(:func:`meshopt_batch.evaluation.shipped_orders.compare_shipped`); for every asset of ``bench_assets.py`` the
 invocations of the file the default ``optimize`` writes (summed over its draws).  It uses only
 functions every release has had, so it runs on an older checkout: the files in
 ``benchmarks/reference/`` were written at the commit their name gives, with
@@ -34,7 +34,7 @@ def _commit(checkout: Path) -> str:
 def portable_rows() -> dict:
     import bench_portable
 
-    from meshopt_batch.shipped import compare_shipped
+    from meshopt_batch.evaluation.shipped_orders import compare_shipped
 
     rows = {}
     for item in bench_portable._items(False):

@@ -8,7 +8,7 @@ Run: .venv/bin/python examples/custom_scene.py
 
 import json
 
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 from pipeline_model.pipeline import simulate
 
 scene = {

@@ -10,7 +10,7 @@ and energy over the baseline -- the figures papers 000, 003 and 004 report.
 import argparse
 import sys
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 from pipeline_model.pipeline import simulate
 
 TECHNIQUES = ["baseline", "dr", "vro", "evr", "re", "evr+re", "dsr"]

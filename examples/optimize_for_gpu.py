@@ -12,8 +12,8 @@ import argparse
 import sys
 
 from meshopt_batch import load_mesh, predict, save_mesh
-from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.optimizers import optimize
+from meshopt_batch.support.errors import MeshoptBatchError
 
 
 def best_order(mesh, profile, methods=("batch", "forsyth")):

@@ -17,10 +17,10 @@ import sys
 
 import meshes
 from gpu_probe import gl_info, resolve_counter, run_experiments
-from gpu_probe.fit import fit
+from gpu_probe.profile_fit import fit
 from meshopt_batch import load_mesh, predict
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_write
 
 
 def main(argv=None):

@@ -3,7 +3,7 @@ Direct3D 12), or through any invocation counter.
 
 Count vertex-shader invocations of any index buffer (:func:`measure_invocations`), run the
 batch-identification experiments of paper 001 sec. 3.3 (:func:`run_experiments`), fit a
-profile from them and check it (:func:`gpu_probe.fit.fit`, :func:`fit_profile`), capture waves
+profile from them and check it (:func:`gpu_probe.profile_fit.fit`, :func:`fit_profile`), capture waves
 (:func:`capture_waves`) and tabulate predicted-vs-measured accuracy (:func:`accuracy_table`).
 Without a GPU the OpenGL implementation is Mesa's llvmpipe, whose rule :mod:`gpu_probe.vsplit`
 spells out, and the Vulkan one Mesa's lavapipe (same rule).  :func:`api_counter` picks OpenGL or
@@ -12,15 +12,15 @@ function (:mod:`gpu_probe.counters`: :func:`resolve_counter`, ``meshopt-batch pr
 MODULE:FUNCTION``), e.g. the simulated GPUs of :mod:`gpu_probe.simulated`.
 
 Names are imported lazily: ``import gpu_probe`` creates no OpenGL context and loads no wgpu.  The
-submodule ``gpu_probe.fit`` is not shadowed by a function of the same name: use
-``from gpu_probe.fit import fit``.
+submodule ``gpu_probe.profile_fit`` is not shadowed by a function of the same name: use
+``from gpu_probe.profile_fit import fit``.
 """
 
 from importlib import import_module
 
-from meshopt_batch.kernel_cache import install as _install_kernel_cache
+from meshopt_batch.support.kernel_cache import install as _install_kernel_cache
 
-_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.kernel_cache)
+_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.support.kernel_cache)
 
 _EXPORTS = {
     "get_context": "gpu_probe.context",
@@ -36,8 +36,8 @@ _EXPORTS = {
     "ModelCounter": "gpu_probe.counters",
     "run_experiments": "gpu_probe.experiments",
     "ExperimentSuite": "gpu_probe.experiments",
-    "fit_profile": "gpu_probe.fit",
-    "verify": "gpu_probe.fit",
+    "fit_profile": "gpu_probe.profile_fit",
+    "verify": "gpu_probe.profile_fit",
     "capture_waves": "gpu_probe.waves",
     "accuracy_table": "gpu_probe.accuracy",
     "mse_table": "gpu_probe.accuracy",

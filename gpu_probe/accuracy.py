@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from meshopt_batch.files import atomic_path
-from meshopt_batch.profiles import builtin_profile_names, get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import builtin_profile_names, get_profile
+from meshopt_batch.support.files import atomic_path
 
 from .corpus import ORDERS, load_draws, ordered, shared_mesh_paths
 from .counters import gl_counter

@@ -9,7 +9,7 @@ On a machine without a GPU this is Mesa's llvmpipe, a real OpenGL 4.5 implementa
 'llvmpipe (LLVM 15.0.6, 256 bits)'
 
 When no context can be created, :func:`get_context` raises :class:`GLUnavailableError`
-(a :class:`~meshopt_batch.errors.MeshoptBatchError`, so the CLI prints one line and exits
+(a :class:`~meshopt_batch.support.errors.MeshoptBatchError`, so the CLI prints one line and exits
 with 2) that says what to install.  What libEGL/Mesa print on stderr while the context is
 created (``libEGL warning: MESA-LOADER: failed to open ...``) is captured and folded into
 that one line.
@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 #: Debian/Ubuntu packages that give a headless EGL + OpenGL (Mesa llvmpipe) runtime.
 DEBIAN_PACKAGES = "libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri"

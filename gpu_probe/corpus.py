@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import load_meshes
 from meshopt_batch.optimizers import get_method, optimize
+from meshopt_batch.support.errors import MeshoptBatchError
 
 ORDERS = ("original", "shuffled", "optimized")
 

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .invocations import Measurement, _index_array, prober
 
@@ -178,7 +178,7 @@ class FunctionCounter(_CallCounter):
         Takes a 1-D ``uint32`` index buffer (whole triangles) and the vertex count; returns
         the invocations of every vertex of that one draw (integers from 0 to the index
         count, length ``vertex_count``).  Whatever it raises, or a return that is not such
-        an array, is one :class:`~meshopt_batch.errors.MeshoptBatchError` line naming the
+        an array, is one :class:`~meshopt_batch.support.errors.MeshoptBatchError` line naming the
         counter.
     name : str
         How the counter is named in results (e.g. ``gpu_probe.simulated:nvidia_gl``).
@@ -256,7 +256,7 @@ class ModelCounter(_CallCounter):
     def __init__(self, profile):
         self.profile = get_profile(profile)
         self.info = {"renderer": f"simulated {self.profile.name} (Algorithm 1)",
-                     "vendor": "meshopt_batch.reuse", "version": "model", "api": "counter"}
+                     "vendor": "meshopt_batch.model.prediction", "version": "model", "api": "counter"}
 
     def counts(self, indices, vertex_count):
         """The invocations of every vertex for one draw.

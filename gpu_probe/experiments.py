@@ -72,7 +72,7 @@ class Experiment:
         Vertex count bound for each draw.
     buffers : list[numpy.ndarray]
         The index buffers drawn (kept in memory only, not in JSON), so that a profile can
-        be checked against every single draw (:func:`gpu_probe.fit.reproduce`).
+        be checked against every single draw (:func:`gpu_probe.profile_fit.reproduce`).
     """
 
     name: str

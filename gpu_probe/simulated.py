@@ -7,7 +7,7 @@ Every public function here is a *counter* for ``meshopt-batch probe --counter``:
 ``indices`` is the 1-D ``uint32`` index buffer of one triangle-list draw and ``counts`` the
 vertex-shader invocations of every vertex (``int64``, length ``vertex_count``).  Each counter
 follows one rule as it is published, written plainly from the rule (one compiled loop per rule,
-independent of :mod:`meshopt_batch.reuse`), so that the probe's experiments and fit can be
+independent of :mod:`meshopt_batch.model.prediction`), so that the probe's experiments and fit can be
 checked against GPUs nobody here can reach:
 
 ====================  ============================================================================

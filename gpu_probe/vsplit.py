@@ -12,7 +12,7 @@ written in Mesa's ``src/gallium/auxiliary/draw/draw_pt_vsplit.c``:
    invocation) and replaces the slot's content. Hits change nothing.
 
 This module is deliberately a plain Python loop (obviously correct, not fast): it is the
-yardstick that the batch model (:func:`meshopt_batch.reuse.predict` with the ``llvmpipe``
+yardstick that the batch model (:func:`meshopt_batch.model.prediction.predict` with the ``llvmpipe``
 profile: Algorithm 1, ``MAX_SIZE`` 1023, ``direct`` memory of 256 slots) is checked against.
 """
 

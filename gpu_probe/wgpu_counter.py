@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .context import _fd2_captured
 from .invocations import Measurement, _index_array

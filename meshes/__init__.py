@@ -7,7 +7,7 @@ never committed.  :func:`shared_mesh_path` finds one by name and returns ``None`
 absent, so tests can skip.
 
 Every generator is deterministic (same parameters, same arrays, same order) and returns a
-:class:`~meshopt_batch.mesh.Mesh` with ``normal`` (unit length, pointing outwards) and
+:class:`~meshopt_batch.geometry.mesh_record.Mesh` with ``normal`` (unit length, pointing outwards) and
 ``uv`` attributes.  Triangles are counter-clockwise seen from the side the normals point to.
 
 =====================  ==========================  ============================
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.geometry.mesh_record import Mesh
 
 __all__ = [
     "MESH_SUFFIXES",

@@ -14,33 +14,33 @@ Names are imported lazily so that ``import meshopt_batch`` stays fast.
 
 from importlib import import_module
 
-from meshopt_batch.kernel_cache import install as _install_kernel_cache
+from meshopt_batch.support.kernel_cache import install as _install_kernel_cache
 
 __version__ = "0.1.0"
 _install_kernel_cache()  # every kernel defined from here on loads compiled from the package; loads no numba
 
 _EXPORTS = {
-    "predict": "meshopt_batch.reuse",
-    "Prediction": "meshopt_batch.reuse",
-    "Profile": "meshopt_batch.profiles",
-    "get_profile": "meshopt_batch.profiles",
-    "builtin_profile_names": "meshopt_batch.profiles",
-    "Mesh": "meshopt_batch.mesh",
+    "predict": "meshopt_batch.model.prediction",
+    "Prediction": "meshopt_batch.model.prediction",
+    "Profile": "meshopt_batch.model.profiles",
+    "get_profile": "meshopt_batch.model.profiles",
+    "builtin_profile_names": "meshopt_batch.model.profiles",
+    "Mesh": "meshopt_batch.geometry.mesh_record",
     "load_mesh": "meshopt_batch.io",
     "load_meshes": "meshopt_batch.io",
     "save_mesh": "meshopt_batch.io",
     "optimize": "meshopt_batch.optimizers",
     "OptimizeResult": "meshopt_batch.optimizers",
-    "optimize_file": "meshopt_batch.asset",
-    "AssetReport": "meshopt_batch.asset",
-    "Target": "meshopt_batch.targets",
-    "get_target": "meshopt_batch.targets",
-    "codec_bits": "meshopt_batch.index_codec",
-    "vertex_faces": "meshopt_batch.topology",
-    "valence": "meshopt_batch.topology",
-    "face_adjacency": "meshopt_batch.topology",
-    "MeshoptBatchError": "meshopt_batch.errors",
-    "MeshError": "meshopt_batch.errors",
+    "optimize_file": "meshopt_batch.assets.file_optimization",
+    "AssetReport": "meshopt_batch.assets.file_optimization",
+    "Target": "meshopt_batch.model.targets",
+    "get_target": "meshopt_batch.model.targets",
+    "codec_bits": "meshopt_batch.vertices.index_codec",
+    "vertex_faces": "meshopt_batch.geometry.mesh_topology",
+    "valence": "meshopt_batch.geometry.mesh_topology",
+    "face_adjacency": "meshopt_batch.geometry.mesh_topology",
+    "MeshoptBatchError": "meshopt_batch.support.errors",
+    "MeshError": "meshopt_batch.support.errors",
 }
 
 __all__ = sorted(_EXPORTS)

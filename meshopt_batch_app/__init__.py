@@ -6,6 +6,6 @@ scene) once, at the boundary, and calls the libraries below it: the core
 :mod:`pipeline_model`.  Nothing below imports it.
 """
 
-from meshopt_batch.kernel_cache import install as _install_kernel_cache
+from meshopt_batch.support.kernel_cache import install as _install_kernel_cache
 
-_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.kernel_cache)
+_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.support.kernel_cache)

@@ -2,7 +2,7 @@
 
 Every subcommand lives in its own module under :mod:`meshopt_batch_app.commands` and exposes
 ``add_parser(subparsers)`` and ``run(args) -> int``.  Errors derived from
-:class:`~meshopt_batch.errors.MeshoptBatchError` (and I/O errors, running out of memory)
+:class:`~meshopt_batch.support.errors.MeshoptBatchError` (and I/O errors, running out of memory)
 become one line on stderr and exit code 2; no traceback reaches the user.  Every message is
 one line: a bad option is one line (not argparse's usage block), and Python warnings are
 collected while the command runs and printed after it as ``meshopt-batch: warning: ...``,
@@ -36,7 +36,7 @@ import sys
 import threading
 import warnings
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 SUBCOMMANDS = ("analyze", "compare", "optimize", "meshlets", "probe", "simulate", "report", "check")
 #: Exit status when the reader of stdout went away: 128 + SIGPIPE, what a shell reports for a

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpu_probe.gl_reference import gl_available, render_counts, renderer
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 from pipeline_model.binning import bin_triangles
 from pipeline_model.raster import covers, depth_at, render_frame, setup_triangles
 

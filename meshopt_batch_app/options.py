@@ -5,7 +5,7 @@ Convention: an option that names a thing is singular (``--profile``, ``--method`
 repeatable and each value may be a comma-separated list (``-p nvidia_gl -p amd`` or
 ``-p nvidia_gl,amd``).  Short forms mean one thing everywhere: ``-p`` profile, ``-m`` method,
 ``-t`` technique, ``-o`` output, ``-n`` frames.  Where a command takes several profiles it
-takes a target (``portable`` or a set, :func:`meshopt_batch.targets.get_target`).  A command
+takes a target (``portable`` or a set, :func:`meshopt_batch.model.targets.get_target`).  A command
 that shows progress takes ``--no-progress``.
 
 This module is imported with every parser (``meshopt-batch --help``): it imports no core

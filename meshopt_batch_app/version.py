@@ -8,12 +8,13 @@ inside it, so that ``--version`` costs only what it reports.
 from __future__ import annotations
 
 from meshopt_batch import __version__
-from meshopt_batch.kernel_cache import kernel_status
+from meshopt_batch.support.kernel_cache import kernel_status
 
 __all__ = ["version_text"]
 
 
 def version_text() -> str:
     """The text ``meshopt-batch --version`` prints (no final line end): the version, then whether
-    the compiled kernels are ready and where their cache lives (:func:`~meshopt_batch.kernel_cache.kernel_status`)."""
+    the compiled kernels are ready and where their cache lives
+    (:func:`~meshopt_batch.support.kernel_cache.kernel_status`)."""
     return "\n".join([f"meshopt-batch {__version__}", *kernel_status()])

@@ -5,7 +5,7 @@ method, target and kernel-selecting option, compare, meshlets, probe through eve
 counter, simulate of every shipped scene with every technique, a library run) on meshes it
 makes, then the public functions whose kernels no command reaches (:func:`call_entry_points`),
 so that each numba kernel is compiled for the argument types it is given and written to the
-package's kernel cache (:mod:`meshopt_batch.kernel_cache`).  Then it imports every module of
+package's kernel cache (:mod:`meshopt_batch.support.kernel_cache`).  Then it imports every module of
 the packages and writes the cache's manifest: the runtime it was built for, the hash of every
 source file, the kernels compiled, those with no compiled entry (``uncovered``), the commands
 that failed, and kernels with different options that share one cache entry.
@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from meshopt_batch import kernel_files
+from meshopt_batch.support import kernel_files
 
 #: A torus with more than 2^16 vertices: the 16-bit index rules and 32-bit paths.
 LARGE_TORUS = (400, 170)
@@ -154,9 +154,9 @@ def call_entry_points(paths: dict[str, str]) -> list[str]:
     optimizer, the shading of an image, one frame rendered serially
     (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query (``simulate --check-gl``, which needs
     OpenGL).  Returns the failures."""
+    from meshopt_batch.geometry.mesh_topology import face_adjacency  # lazy: loads numba
     from meshopt_batch.io import load_mesh  # lazy: loads numpy and trimesh
     from meshopt_batch.optimizers.renumber import optimize_for_direct_cache  # lazy: loads numba
-    from meshopt_batch.topology import face_adjacency  # lazy: loads numba
     from pipeline_model.pipeline import run_frames  # lazy: loads the pipeline model
     from pipeline_model.raster import depth_at, render_frame  # lazy: loads the pipeline model
     from pipeline_model.shading import shade_image  # lazy: loads numba
@@ -200,7 +200,7 @@ def _import_all() -> list[str]:
 def coverage() -> tuple[int, list[str], list[str], list[str]]:
     """Over every kernel of the packages: (how many have compiled entries, those that have none,
     the files holding kernels, kernels that share one cache entry with different options)."""
-    from meshopt_batch import kernel_store  # lazy: loads numba
+    from meshopt_batch.support import kernel_store  # lazy: loads numba
 
     compiled, uncovered, files, by_name = 0, [], set(), {}
     for kernel in kernel_store.cached_kernels():
@@ -218,7 +218,7 @@ def coverage() -> tuple[int, list[str], list[str], list[str]]:
 
 
 def write_manifest(compiled: int, uncovered: list[str], files: list[str], failures: list[str], cpu: str) -> dict:
-    """Write the cache's manifest (see :mod:`meshopt_batch.kernel_cache`) and return it."""
+    """Write the cache's manifest (see :mod:`meshopt_batch.support.kernel_cache`) and return it."""
     sources = {}
     for package in kernel_files.PACKAGES:
         for path in sorted((kernel_files.ROOT / package).rglob("*.py")):

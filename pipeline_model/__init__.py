@@ -1,3 +1,3 @@
-from meshopt_batch.kernel_cache import install as _install_kernel_cache
+from meshopt_batch.support.kernel_cache import install as _install_kernel_cache
 
-_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.kernel_cache)
+_install_kernel_cache()  # before this package defines a kernel (see meshopt_batch.support.kernel_cache)

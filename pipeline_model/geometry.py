@@ -5,12 +5,12 @@ One :class:`~pipeline_model.scene.FrameSpec` (draw calls) in, one
 Geometry Pipeline of a Mali-like GPU does it (paper 000 sec. 4.1, paper 003 sec. II):
 
 1. **Vertex shading.** Each draw's index buffer is run through the batch/cache model of
-   :func:`meshopt_batch.reuse.predict` under a profile; the predicted invocations are the
+   :func:`meshopt_batch.model.prediction.predict` under a profile; the predicted invocations are the
    draw's ``vertex_invocations``.  The default profile is ``fifo:16``: Mali Utgard/Midgard
    GPUs (the papers' baseline, Table 2) keep post-transform vertices in a small FIFO-like
    cache rather than NVIDIA-style batches, and the 4 KB vertex cache of Table 2 holds a few
    dozen 64-byte lines -- 16 vertices is a conservative reading.  Any profile of
-   :mod:`meshopt_batch.profiles` can be given.  Meshes do not change between frames, so the
+   :mod:`meshopt_batch.model.profiles` can be given.  Meshes do not change between frames, so the
    prediction is cached per (mesh, optimizer, profile).
 2. **Triangle order.** The index order is the mesh's, or the one a mesh optimizer
    (``optimizer="forsyth" | "tipsify" | "batch" | ...``, :func:`meshopt_batch.optimizers.optimize`)
@@ -44,10 +44,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.geometry.mesh_record import Mesh
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import Profile, get_profile
 from meshopt_batch.optimizers import Method, optimize_mesh
-from meshopt_batch.profiles import Profile, get_profile
-from meshopt_batch.reuse import predict
 
 from .frame import FrameGeometry
 
@@ -67,7 +67,7 @@ class PreparedMesh:
     normals: np.ndarray        # (V, 3) float64
     uv: np.ndarray             # (V, 2) float32
     triangles: np.ndarray      # (T, 3) int64 submitted index order
-    invocations: int           # meshopt_batch.reuse.predict under the profile
+    invocations: int           # meshopt_batch.model.prediction.predict under the profile
     optimizer: str | None
     profile: str
     centre: np.ndarray         # (3,) object-space bounding-sphere centre (of the referenced vertices)
@@ -131,7 +131,7 @@ class GeometryStage:
     Parameters
     ----------
     profile : Profile
-        Vertex-reuse profile for :func:`meshopt_batch.reuse.predict` (default ``fifo:16``).
+        Vertex-reuse profile for :func:`meshopt_batch.model.prediction.predict` (default ``fifo:16``).
     method : Method or None
         Mesh optimizer applied to every draw's index buffer before submission (its vertex
         buffer renumbered or grown where the method does so).

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.mesh import Mesh
-from meshopt_batch.profiles import get_profile
+from meshopt_batch.geometry.mesh_record import Mesh
+from meshopt_batch.model.profiles import get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .binning import bin_triangles
 from .geometry import GeometryStage

@@ -35,12 +35,12 @@ from PIL import Image
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import output_folder, staging_directory
-from meshopt_batch.limits import check_frames as check_frame_range
-from meshopt_batch.limits import check_screen, check_tile
+from meshopt_batch.model.profiles import Profile, get_profile
 from meshopt_batch.optimizers import Method, get_method
-from meshopt_batch.profiles import Profile, get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import output_folder, staging_directory
+from meshopt_batch.support.limits import check_frames as check_frame_range
+from meshopt_batch.support.limits import check_screen, check_tile
 
 from . import binning, raster
 from . import stats as _stats

@@ -1,6 +1,6 @@
 """Small procedural meshes for the pipeline model's scenes (with normals and uvs).
 
-Every generator returns a :class:`meshopt_batch.mesh.Mesh` whose vertex and triangle order is
+Every generator returns a :class:`meshopt_batch.geometry.mesh_record.Mesh` whose vertex and triangle order is
 a deterministic function of its parameters.  Triangles are counter-clockwise seen from
 outside (GL's default front face), normals point outwards, ``uv`` spans ``[0, 1]`` per face or
 around the surface so the scenes' procedural textures (checker, stripes, noise) have
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.geometry.mesh_record import Mesh
 
 __all__ = ["SHAPES", "make_shape", "box", "plane", "quad", "sphere", "cylinder", "cone", "torus",
            "shuffle_triangles", "vertex_normals", "planar_uv"]

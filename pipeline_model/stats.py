@@ -71,7 +71,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 __all__ = ["DEFAULT_COSTS", "COUNTERS", "load_costs", "frame_counters", "covered_per_tile",
            "totals", "cost_table_markdown"]

@@ -147,3 +147,19 @@ def test_ruff_is_clean():
     assert shutil.which("ruff", path=str(BIN)), "ruff is missing: install the dev extra (make setup)"
     run = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+def test_no_two_core_modules_share_a_file_name():
+    """A module's name says what it holds without its folder: no two modules under
+    ``meshopt_batch/`` share one (packages' ``__init__`` aside)."""
+    names = {}
+    for path in sorted((ROOT / "meshopt_batch").rglob("*.py")):
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+def test_the_top_of_the_core_is_a_few_folders():
+    """The core is grouped by topic: at its top only the package's ``__init__``."""
+    top = sorted(p.name for p in (ROOT / "meshopt_batch").glob("*.py"))
+    assert top == ["__init__.py"]

@@ -28,15 +28,15 @@ import numpy as np
 import pytest
 
 from meshes import shared_mesh_path, shared_meshes_dir
-from meshopt_batch.asset import AssetOptions, optimize_file
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
 from meshopt_batch.io import load_meshes
-from meshopt_batch.io.gltf_document import load_document, read_accessor
-from meshopt_batch.io.gltf_draws import strip_fan_to_list
-from meshopt_batch.io.gltf_output import resource_files
+from meshopt_batch.io.gltf.draw_census import strip_fan_to_list
+from meshopt_batch.io.gltf.file_packaging import resource_files
+from meshopt_batch.io.gltf.gltf_document import load_document, read_accessor
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.weld import vertex_records
+from meshopt_batch.vertices.weld import vertex_records
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_GLTF = shared_meshes_dir().parent / "gltf"

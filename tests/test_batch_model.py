@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import Profile, get_profile
 from meshopt_batch.optimizers.batch import optimize_batch
-from meshopt_batch.profiles import Profile, get_profile
-from meshopt_batch.reuse import predict
 
 # Direct-mapped profiles (llvmpipe) are optimized for a look-back stand-in and then renumbered
 # so that each segment's vertices take distinct slots; their count equals the prediction where

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import optimize
 from meshopt_batch.optimizers.batch import DEFAULT_COEFFICIENTS, NO_DISTANCE_COEFFICIENTS, optimize_batch
 from meshopt_batch.optimizers.batch.boundary16 import fix_16bit_boundaries, mixed_batches
 from meshopt_batch.optimizers.batch.fibheap_reference import FibQueue
-from meshopt_batch.reuse import predict
+from meshopt_batch.support.errors import MeshoptBatchError
 
 
 def canonical(tris):

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import meshes
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers.batch import optimize_batch
 from meshopt_batch.optimizers.batch.state import HEAVY_VALENCE
-from meshopt_batch.reuse import predict
 
 
 def canonical(tris):

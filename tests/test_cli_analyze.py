@@ -7,7 +7,7 @@ import pytest
 
 from meshes import shared_mesh_path
 from meshopt_batch.io import load_mesh
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
 from meshopt_batch_app.cli import main
 
 
@@ -82,7 +82,7 @@ assert arraymath._HAVE_BLAS is False
 dot = numba.njit(lambda a, b: np.dot(a, b))
 assert dot(np.arange(4.0), np.arange(4.0)) == 14.0
 import scipy.linalg.cython_blas  # importable again
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
 tris = np.array([[0, 1, 2], [2, 1, 3], [3, 1, 4]])
 print(predict(tris, 5, profile="fifo:3").invocations)
 """
@@ -129,7 +129,7 @@ QUAD_STRIP = ("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nv 0 2 0\nv 1 2 0\nv 0 3 0\nv 
 def test_analyze_takes_the_portable_target(tmp_path, capsys):
     """``-p portable`` (what optimize targets by default) reports each of its five profiles,
     each as predict gives it; a set mixes a target and a profile."""
-    from meshopt_batch.targets import PORTABLE
+    from meshopt_batch.model.targets import PORTABLE
 
     obj = write_obj(tmp_path / "strip.obj", QUAD_STRIP)
     mesh = load_mesh(obj)

@@ -66,7 +66,7 @@ print(json.dumps(found))
 
 def test_help_names_the_core_defaults():
     """The parsers name the core's defaults without importing the core: the same names."""
-    from meshopt_batch.compare import DEFAULT_PROFILES
+    from meshopt_batch.evaluation.method_comparison import DEFAULT_PROFILES
     from meshopt_batch.meshlets import METHODS
     from meshopt_batch.optimizers import DEFAULT_METHOD
     from meshopt_batch.optimizers.portable.tuning import WINDOW_WORK

@@ -1,4 +1,4 @@
-"""``meshopt_batch.compare`` and ``meshopt-batch compare``."""
+"""``meshopt_batch.evaluation.method_comparison`` and ``meshopt-batch compare``."""
 
 import json
 
@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 import meshes
-from meshopt_batch.compare import compare, default_methods, parse_method
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.evaluation.method_comparison import compare, default_methods, parse_method
 from meshopt_batch.io import save_mesh
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import available_methods, optimize
-from meshopt_batch.reuse import predict
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app.cli import main
 
 COLUMNS = ["mesh", "profile", "method", "asr", "invocations", "triangles", "vertices", "batches", "acmr",

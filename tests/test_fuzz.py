@@ -38,7 +38,7 @@ from test_fuzz_support import (
     scene_document,
 )
 
-from meshopt_batch import limits
+from meshopt_batch.support import limits
 
 #: Cases per fuzz test in the fast (CI) variant; the slow variant runs ten times as many.
 FAST = {"truncation": 800, "gltf": 600, "scene": 400, "profile": 300, "options": 200, "compressed": 300}

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import strategies as st
 
+from meshopt_batch.geometry.mesh_record import Mesh
 from meshopt_batch.io import save_mesh
-from meshopt_batch.mesh import Mesh
 from meshopt_batch_app.cli import main
 
 

@@ -43,8 +43,8 @@ from independent_reader import (
 )
 
 from meshes import shared_meshes_dir
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch_app.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

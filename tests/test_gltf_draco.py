@@ -43,7 +43,7 @@ from compressed_samples import glb, grid, read_glb
 from independent_reader import NODE_MODULES, same_triangles, write_plain
 from test_gltf_delivery import assets, problems, tools_missing, validate
 
-from meshopt_batch.io.gltf_document import read_accessor, read_document
+from meshopt_batch.io.gltf.gltf_document import read_accessor, read_document
 from meshopt_batch_app.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

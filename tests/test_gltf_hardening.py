@@ -11,7 +11,7 @@ written all or none.
 * The nodes must form disjoint trees and a scene list roots: a cycle, a second parent or a
   listed child is refused with its JSON pointer.
 * A ``.gltf`` output with companion files (``.bin``, textures) that cannot all be written
-  is refused before any is written; :func:`~meshopt_batch.io.gltf_output.write_file_set`
+  is refused before any is written; :func:`~meshopt_batch.io.gltf.file_packaging.write_file_set`
   writes a set to temporaries and renames them only when all are written.
 
 Every input is built in ``tmp_path``; the command line runs in this process (``main``).
@@ -28,12 +28,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from meshopt_batch import limits
-from meshopt_batch.errors import MeshError, MeshoptBatchError
-from meshopt_batch.files import TEMP_MARK
-from meshopt_batch.io import gltf_output, load_meshes, save_mesh
-from meshopt_batch.io.glb import serialize_gltf
-from meshopt_batch.io.gltf_document import read_document
+from meshopt_batch.io import load_meshes, save_mesh
+from meshopt_batch.io.gltf import file_packaging as gltf_output
+from meshopt_batch.io.gltf.glb_container import serialize_gltf
+from meshopt_batch.io.gltf.gltf_document import read_document
+from meshopt_batch.support import limits
+from meshopt_batch.support.errors import MeshError, MeshoptBatchError
+from meshopt_batch.support.files import TEMP_MARK
 from meshopt_batch_app.cli import main
 
 ERROR = "meshopt-batch: error: "

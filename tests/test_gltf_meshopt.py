@@ -19,17 +19,17 @@ import numpy as np
 import pytest
 from compressed_samples import draco_sample, glb, meshopt_sample, read_glb
 
-from meshopt_batch.asset import AssetOptions, optimize_file
-from meshopt_batch.errors import MeshError
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
 from meshopt_batch.io import load_meshes, save_mesh
-from meshopt_batch.io.common import Refusal
-from meshopt_batch.io.gltf_compression import JSON_PER_STREAM, compression_plan
-from meshopt_batch.io.gltf_document import read_accessor, read_document
-from meshopt_batch.io.gltf_draws import strip_fan_to_list
-from meshopt_batch.io.gltf_meshopt import StreamLayout, encode_view
-from meshopt_batch.io.gltf_streams import regroup_views
+from meshopt_batch.io.format_common import Refusal
+from meshopt_batch.io.gltf.compressed_views import JSON_PER_STREAM, compression_plan
+from meshopt_batch.io.gltf.draw_census import strip_fan_to_list
+from meshopt_batch.io.gltf.gltf_document import read_accessor, read_document
+from meshopt_batch.io.gltf.meshopt_streams import StreamLayout, encode_view
+from meshopt_batch.io.gltf.stream_grouping import regroup_views
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
+from meshopt_batch.support.errors import MeshError
 
 EXT, KHR = "EXT_meshopt_compression", "KHR_meshopt_compression"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from meshopt_batch.io.gltf_document import read_accessor
-from meshopt_batch.io.gltf_streams import ARRAY_BUFFER, regroup_views
+from meshopt_batch.io.gltf.gltf_document import read_accessor
+from meshopt_batch.io.gltf.stream_grouping import ARRAY_BUFFER, regroup_views
 
 
 def _document():

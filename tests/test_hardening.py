@@ -27,9 +27,9 @@ from test_fuzz_support import (
     sample_files,
 )
 
-from meshopt_batch import limits
-from meshopt_batch.files import TEMP_MARK, atomic_path, atomic_write, staging_directory
 from meshopt_batch.io import load_mesh, save_mesh
+from meshopt_batch.support import limits
+from meshopt_batch.support.files import TEMP_MARK, atomic_path, atomic_write, staging_directory
 
 ROOT = Path(__file__).resolve().parents[1]
 ERROR = "meshopt-batch: error: "
@@ -432,7 +432,7 @@ def test_stale_temporaries_of_dead_writers_are_removed_live_ones_kept(tmp_path):
 
 def test_kill_inside_the_write_window_leaves_one_temporary_the_next_write_removes(tmp_path):
     target = tmp_path / "big.bin"
-    code = ("import sys, time; from meshopt_batch.files import atomic_path\n"
+    code = ("import sys, time; from meshopt_batch.support.files import atomic_path\n"
             "with atomic_path(sys.argv[1]) as tmp:\n"
             "    tmp.write_bytes(b'x' * 1000); print('in', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(target)], cwd=ROOT, stdout=subprocess.PIPE, text=True)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from meshopt_batch import limits
+from meshopt_batch.support import limits
 from meshopt_batch_app.cli import main
 from pipeline_model.scene import Scene, SceneError, load_scene, shipped_scenes
 from pipeline_model.scene.mesh_resolution import check_mesh_spec
@@ -237,7 +237,7 @@ def test_odd_counter_targets_are_refused_before_a_call(spec, message, counters, 
 
 def test_counter_object_refuses_a_count_over_the_index_count():
     from gpu_probe.counters import FunctionCounter
-    from meshopt_batch.errors import MeshoptBatchError
+    from meshopt_batch.support.errors import MeshoptBatchError
 
     ok = FunctionCounter(lambda idx, v: np.bincount(idx, minlength=v).astype(np.int64), "each")
     assert ok.measure(np.array([[0, 1, 2], [2, 1, 0]])).invocations == 6
@@ -326,7 +326,7 @@ def test_malformed_results_file_refuses_the_report(tmp_path, capsys, name, text,
 
 
 def test_block_rule_file_without_its_seed_is_refused(tmp_path, capsys):
-    from meshopt_batch.errors import MeshoptBatchError
+    from meshopt_batch.support.errors import MeshoptBatchError
     from meshopt_batch_app.report.results_files import read_results_file
 
     path = tmp_path / "gpu_block_rule_8_2026-11-25.npz"

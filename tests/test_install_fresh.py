@@ -1,4 +1,4 @@
-"""Compiled kernels that reach the user: the package's kernel cache (meshopt_batch.kernel_cache).
+"""Compiled kernels that reach the user: the package's kernel cache (meshopt_batch.support.kernel_cache).
 
 Cheap (run by ``make test``): every kernel of the packages gets the package's cache whatever
 is imported first, and ``import meshopt_batch`` loads no numba; a copied package tree whose
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from meshopt_batch import kernel_cache, kernel_files
+from meshopt_batch.support import kernel_cache, kernel_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("meshopt_batch", "gpu_probe", "pipeline_model", "meshes", "meshopt_batch_app")
@@ -82,8 +82,8 @@ def test_every_kernel_gets_the_package_cache_and_import_loads_no_numba():
         import gc
         from numba.core.caching import NullCache
         from numba.core.dispatcher import Dispatcher
-        from meshopt_batch import kernel_files
-        from meshopt_batch.kernel_store import KernelCache
+        from meshopt_batch.support import kernel_files
+        from meshopt_batch.support.kernel_store import KernelCache
         ours = [d for d in gc.get_objects() if isinstance(d, Dispatcher)
                 and kernel_files.relative_source(d.py_func.__code__.co_filename)]
         other = [d.py_func.__qualname__ for d in ours if not isinstance(d._cache, (KernelCache, NullCache))]
@@ -99,7 +99,8 @@ def test_every_kernel_gets_the_package_cache_and_import_loads_no_numba():
 _KERNEL_RUN = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from meshopt_batch import kernel_files, topology
+    from meshopt_batch.geometry import mesh_topology as topology
+    from meshopt_batch.support import kernel_files
     for name in sys.argv[1:]:
         topology.vertex_faces(np.array([[0, 1, 2], [2, 1, 3]], np.uint32), 4, dtype=np.dtype(name))
     kernel = topology._vertex_faces

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.errors import MeshError
+from meshopt_batch.geometry.mesh_record import Mesh
 from meshopt_batch.io import load_draws, load_mesh, load_meshes, save_mesh
-from meshopt_batch.io.gltf_document import load_document, read_accessor
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.io.gltf.gltf_document import load_document, read_accessor
+from meshopt_batch.support.errors import MeshError
 
 
 def assert_same(a: Mesh, b: Mesh, check_name=False):

@@ -8,7 +8,7 @@ import numpy as np
 import meshes
 from meshopt_batch import get_profile, predict
 from meshopt_batch.optimizers.portable.layers import order_by_layers
-from meshopt_batch.vertex_fetch import number_by_first_use
+from meshopt_batch.vertices.vertex_fetch import number_by_first_use
 
 
 def _shuffled(tris, seed=0):

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.asset import AssetOptions
+from meshopt_batch.assets.file_optimization import AssetOptions
 from meshopt_batch.io import save_mesh
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
 from meshopt_batch_app.cli import main
 from meshopt_batch_app.library import LibrarySettings, cluster, optimize_library
 from meshopt_batch_app.library.cluster import DaskBackend

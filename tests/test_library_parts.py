@@ -6,11 +6,11 @@ import struct
 import pytest
 
 import meshes
-from meshopt_batch.asset import AssetOptions
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.assets.file_optimization import AssetOptions
 from meshopt_batch.io import save_mesh
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app.library.dispatch import Job, WorkerLost, run_jobs
 from meshopt_batch_app.library.fingerprint import cache_key, fingerprint, options_fingerprint
 from meshopt_batch_app.library.manifest import ManifestWriter, read_manifest, write_manifest

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import meshes
 from meshopt_batch import io
-from meshopt_batch.errors import MeshError
+from meshopt_batch.geometry.mesh_record import Mesh, concatenate, fit_index_dtype
 from meshopt_batch.io import load_mesh, load_meshes, save_mesh
-from meshopt_batch.mesh import Mesh, concatenate, fit_index_dtype
+from meshopt_batch.support.errors import MeshError
 
 
 # ----------------------------------------------------------------------------- helpers

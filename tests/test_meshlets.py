@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
 from meshopt_batch.io import load_meshes
 from meshopt_batch.meshlets import (
     MeshletResult,
@@ -25,9 +24,10 @@ from meshopt_batch.meshlets import (
 )
 from meshopt_batch.meshlets.batch import EQ2_COEFFICIENTS, build_meshlets_batch
 from meshopt_batch.meshlets.bounds import MeshletBounds
-from meshopt_batch.meshlets.compare import COMPARE_BUILDERS, compare_meshlets
-from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON, meshoptimizer_bounds
-from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
+from meshopt_batch.meshlets.meshlet_comparison import COMPARE_BUILDERS, compare_meshlets
+from meshopt_batch.meshlets.meshoptimizer_meshlets import MISSING_REASON, meshoptimizer_bounds
+from meshopt_batch.meshlets.meshoptimizer_meshlets import available as peer_available
+from meshopt_batch.support.errors import MeshoptBatchError
 
 METHODS = ["batch", "greedy"] + (["meshoptimizer"] if peer_available() else [])
 GLTF_DIR = Path(__file__).resolve().parents[2] / "shared" / "gltf"
@@ -327,7 +327,7 @@ def test_compare_rows_and_peer_skip(monkeypatch):
     assert len(COMPARE_BUILDERS) == 5
     ours = rows[0]
     assert ours["triangles"] == 80 and ours["cone_culled_meshlets"] == ours["cone_culled"] * ours["meshlets"]
-    monkeypatch.setattr("meshopt_batch.meshlets.compare.peer_available", lambda: False)
+    monkeypatch.setattr("meshopt_batch.meshlets.meshlet_comparison.peer_available", lambda: False)
     rows = compare_meshlets({"ico": [ico]}, limits=[(16, 16)], views=4)
     assert rows[3] == {"mesh": "ico", "limits": "16/16", "builder": "meshoptimizer", "method": "meshoptimizer",
                        "cone_weight": 0.0, "skipped": MISSING_REASON}

@@ -10,8 +10,8 @@ import pytest
 import meshes
 from meshopt_batch.io import load_meshes, save_mesh
 from meshopt_batch.meshlets import MeshletResult, meshlet_problems
-from meshopt_batch.meshlets.compare import COMPARE_BUILDERS, COMPARE_LIMITS
-from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
+from meshopt_batch.meshlets.meshlet_comparison import COMPARE_BUILDERS, COMPARE_LIMITS
+from meshopt_batch.meshlets.meshoptimizer_meshlets import available as peer_available
 from meshopt_batch_app.cli import main
 
 

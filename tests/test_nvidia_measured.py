@@ -22,10 +22,10 @@ import pytest
 from gpu_probe.corpus import load_draws, ordered, shared_meshes_dir
 from gpu_probe.experiments import block_rule_buffers, block_switch_buffers, boundary_16bit_buffers, random_buffer_set
 from gpu_probe.simulated import nvidia_gl_16bit
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method, optimize
 from meshopt_batch.optimizers.renumber import renumber_first_use
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 EXPERIMENTS = json.loads((RESULTS / "nvidia_experiments_2026-11-25.json").read_text())

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 from gpu_probe.corpus import load_draws, shared_meshes_dir
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import get_method, optimize
 from meshopt_batch.optimizers.renumber import renumber_first_use
-from meshopt_batch.reuse import predict
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 RULE = "nvidia_gl+16bit"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import meshes
+from meshopt_batch.geometry.mesh_record import Mesh
 from meshopt_batch.io import load_meshes, save_mesh
-from meshopt_batch.mesh import Mesh
 from meshopt_batch_app.cli import main
 
 
@@ -175,8 +175,8 @@ def test_stl_corners_are_welded_and_vertices_in_first_use_order(tmp_path, capsys
 
 
 def test_effort_bounds_the_portable_window_search(tmp_path, capsys):
+    from meshopt_batch.model.targets import get_target
     from meshopt_batch.optimizers.portable import optimize_for_target
-    from meshopt_batch.targets import get_target
 
     mesh = meshes.grid(32)  # rows: the input binds on intel, and the window search folds them
     src = tmp_path / "in.ply"

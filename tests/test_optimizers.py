@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.geometry.mesh_topology import vertex_faces
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import (
     CLASSIC_METHODS,
     METHODS,
@@ -24,8 +25,7 @@ from meshopt_batch.optimizers.forsyth import optimize_forsyth
 from meshopt_batch.optimizers.hoppe import _edge_adjacency, optimize_hoppe
 from meshopt_batch.optimizers.kcache import _sort_fans, optimize_kcache
 from meshopt_batch.optimizers.tipsify import optimize_tipsify
-from meshopt_batch.reuse import predict
-from meshopt_batch.topology import vertex_faces
+from meshopt_batch.support.errors import MeshoptBatchError
 
 FOUR = {
     "hoppe": optimize_hoppe,

@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import meshes
+from meshopt_batch.geometry.mesh_topology import face_index_type, vertex_corners, vertex_faces
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import forsyth, kcache, optimize
 from meshopt_batch.optimizers._heaps import (
     indexed_heapify,
@@ -21,8 +23,6 @@ from meshopt_batch.optimizers._heaps import (
 )
 from meshopt_batch.optimizers._output import NO_ORDER
 from meshopt_batch.optimizers.hoppe import _edge_adjacency
-from meshopt_batch.reuse import predict
-from meshopt_batch.topology import face_index_type, vertex_corners, vertex_faces
 
 METHODS = ("hoppe", "kcache", "tipsify", "forsyth")
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.geometry.mesh_record import Mesh
 from meshopt_batch.io import load_mesh, save_mesh
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.model.prediction import predict
 from meshopt_batch.optimizers import get_method, optimize, optimize_mesh
-from meshopt_batch.optimizers.overdraw import (
+from meshopt_batch.optimizers.overdraw_order import (
     broken_reuses,
     check_threshold,
     cluster_keys,
@@ -20,7 +20,7 @@ from meshopt_batch.optimizers.overdraw import (
     soft_boundaries,
     sort_clusters,
 )
-from meshopt_batch.reuse import predict
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app.cli import main
 from pipeline_model.overdraw import mesh_overdraw, view_directions
 from pipeline_model.scene import resolve_mesh

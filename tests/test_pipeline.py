@@ -12,10 +12,10 @@ from PIL import Image
 from threadpoolctl import threadpool_info
 
 from gpu_probe.gl_reference import gl_available
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method, optimize
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app.cli import main as cli_main
 from meshopt_batch_app.glcheck import GLFrameCheck
 from pipeline_model import techniques

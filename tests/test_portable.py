@@ -1,6 +1,6 @@
 """Targets of several profiles: the ``portable`` order, its guarantees, its API.
 
-* :mod:`meshopt_batch.targets` resolves ``portable``, sets and profile files once;
+* :mod:`meshopt_batch.model.targets` resolves ``portable``, sets and profile files once;
 * single-profile ``batch`` output is byte-identical to the release before targets (digests
   recorded from commit 7e11418 on procedural meshes and the shared bunny);
 * the portable order keeps every triangle (corners in cyclic order), and predicts no more
@@ -8,7 +8,7 @@
 * the starts screened (the chosen order, the batch candidate nearest to meshoptimizer's order
   where that order is chosen, the breadth-first layers where they beat it somewhere), the search
   from the best of them, the one objective and the choice, the same result on any number of cores;
-* "never worse" in :func:`meshopt_batch.vertex_set.optimize_vertex_set` holds per profile;
+* "never worse" in :func:`meshopt_batch.vertices.vertex_set.optimize_vertex_set` holds per profile;
 * ``optimize`` takes a ``trimesh.Trimesh`` and ``apply`` returns one with every attribute;
 * ``optimize_file`` with keyword options; ``compare --shipped``.
 
@@ -27,18 +27,18 @@ import trimesh
 
 import meshes
 from meshopt_batch import get_target, optimize, optimize_file, predict
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.index_codec import codec_bits
 from meshopt_batch.io import load_mesh, save_mesh
+from meshopt_batch.model.targets import PORTABLE
 from meshopt_batch.optimizers import get_method
 from meshopt_batch.optimizers.portable import optimize_for_target
 from meshopt_batch.optimizers.portable.candidates import Pool
 from meshopt_batch.optimizers.portable.objective import caps, choose, objective
 from meshopt_batch.optimizers.portable.starts import add_in_blocks
 from meshopt_batch.optimizers.portable.tuning import CODEC_SLACK, TABLE
-from meshopt_batch.targets import PORTABLE
-from meshopt_batch.vertex_fetch import first_use_order
-from meshopt_batch.vertex_set import SetOptions, judged, optimize_vertex_set
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.vertices.index_codec import codec_bits
+from meshopt_batch.vertices.vertex_fetch import first_use_order
+from meshopt_batch.vertices.vertex_set import SetOptions, judged, optimize_vertex_set
 from meshopt_batch_app.cli import main
 
 
@@ -260,7 +260,7 @@ def test_a_scan_screens_no_layers_and_the_work_bound_holds_for_the_whole_run():
 
 
 def test_the_result_is_the_same_on_any_number_of_cores(monkeypatch, tmp_path):
-    import meshopt_batch.parallel as parallel
+    import meshopt_batch.support.parallel as parallel
     mesh = meshes.uv_sphere(16, 32)
     tris = _shuffled(mesh)
     target = get_target("portable")
@@ -378,7 +378,7 @@ def test_codec_bits_ignores_vertex_numbers():
 
 
 def _miss_everywhere_else(numbered, vertex_count, profiles):
-    from meshopt_batch.reuse_kernels import run_kernel
+    from meshopt_batch.model.reuse_kernels import run_kernel
 
     free = np.full(numbered.shape[0], 7, np.uint8)
     for p in profiles:

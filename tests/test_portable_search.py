@@ -17,15 +17,15 @@ import pytest
 
 import meshes
 from meshopt_batch import get_target
-from meshopt_batch.index_codec import codec_bits
 from meshopt_batch.optimizers.kcache import kcache_order
 from meshopt_batch.optimizers.portable import optimize_for_target
-from meshopt_batch.optimizers.portable.judge import accept, new_state, reject, trial, trial_order
 from meshopt_batch.optimizers.portable.moves import FROM_END, FROM_FIRST, FROM_MIDDLE, KCACHE, local_order, move_buffers
 from meshopt_batch.optimizers.portable.objective import score
-from meshopt_batch.optimizers.portable.search import WindowSearch
-from meshopt_batch.vertex_fetch import number_by_first_use
-from meshopt_batch.vertex_set import judged
+from meshopt_batch.optimizers.portable.window_judge import accept, new_state, reject, trial, trial_order
+from meshopt_batch.optimizers.portable.window_search import WindowSearch
+from meshopt_batch.vertices.index_codec import codec_bits
+from meshopt_batch.vertices.vertex_fetch import number_by_first_use
+from meshopt_batch.vertices.vertex_set import judged
 
 
 def _shuffled(mesh, seed=3):
@@ -158,7 +158,7 @@ def test_the_work_bound_stops_the_search_where_it_says():
 
 def test_a_move_past_the_codec_slack_is_undone(monkeypatch):
     import meshopt_batch.optimizers.portable.objective as objective
-    import meshopt_batch.optimizers.portable.optimizer as optimizer
+    import meshopt_batch.optimizers.portable.portable_optimizer as optimizer
     mesh = meshes.torus(60, 30)
     tris = _shuffled(mesh)
     monkeypatch.setattr(optimizer, "CODEC_SLACK", 0.5)  # no reordered window can be that small

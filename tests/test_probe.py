@@ -13,8 +13,8 @@ import pytest
 
 from gpu_probe import context as gctx
 from gpu_probe.vsplit import fetch_sequence, simulate_vsplit
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 
 HAVE_GL = gctx.gl_available()
 needs_gl = pytest.mark.skipif(not HAVE_GL, reason="no headless OpenGL 4.3 context (EGL)")
@@ -137,7 +137,7 @@ def test_degenerate_and_empty():
 @needs_gl
 def test_bad_input_is_a_clean_error():
     from gpu_probe.invocations import measure_invocations
-    from meshopt_batch.errors import MeshoptBatchError
+    from meshopt_batch.support.errors import MeshoptBatchError
 
     with pytest.raises(MeshoptBatchError):
         measure_invocations([[0, 1, 70000]], 70001, np.uint16)
@@ -267,7 +267,7 @@ def test_experiments_find_llvmpipe_rule(suite):
 @needs_gl
 def test_fitted_profile_reproduces_every_measurement(suite):
     """The fitted profile predicts every single experiment draw and random buffer exactly."""
-    from gpu_probe.fit import fit
+    from gpu_probe.profile_fit import fit
 
     res = fit(suite, name="fitted", random_count=60)
     assert res.exact, (res.reasons, res.reproduction, res.verification.summary())

@@ -18,12 +18,12 @@ from gpu_probe import simulated
 from gpu_probe.corpus import ORDERS, load_draws, ordered
 from gpu_probe.counters import FunctionCounter, resolve_counter
 from gpu_probe.experiments import random_buffer_set, run_experiments
-from gpu_probe.fit import fit
+from gpu_probe.profile_fit import fit
 from gpu_probe.vsplit import simulate_vsplit
 from meshes import shared_mesh_path
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app import cli
 
 #: What the blind fit must find: (MAX_SIZE, MAX_UNIQUES, memory, memory size).  A batch of 64

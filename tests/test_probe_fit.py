@@ -9,8 +9,8 @@ import pytest
 
 from gpu_probe.counters import ModelCounter
 from gpu_probe.experiments import run_experiments
-from gpu_probe.fit import fit_profile, reproduce
-from meshopt_batch.profiles import Profile, get_profile
+from gpu_probe.profile_fit import fit_profile, reproduce
+from meshopt_batch.model.profiles import Profile, get_profile
 
 CASES = [
     "nvidia_gl",                                  # look-back 42, MAX_UNIQUES 32

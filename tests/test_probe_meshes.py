@@ -12,9 +12,9 @@ import pytest
 
 from gpu_probe import context as gctx
 from gpu_probe.corpus import ORDERS, load_draws, optimize_order, ordered, shared_meshes_dir
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers.renumber import renumber_first_use, renumber_for_direct_cache, segment_lower_bound
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
 
 HAVE_GL = gctx.gl_available()
 IS_LLVMPIPE = HAVE_GL and gctx.gl_info()["renderer"].startswith("llvmpipe")

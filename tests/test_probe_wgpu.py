@@ -23,9 +23,9 @@ from gpu_probe import wgpu_counter as wc
 from gpu_probe.corpus import load_draws, ordered
 from gpu_probe.experiments import block_switch_buffers, boundary_16bit_buffers, random_buffer_set, run_experiments
 from meshes import shared_mesh_path
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch_app import cli
 
 #: bunny.ply measured by OpenGL on llvmpipe (results/llvmpipe_accuracy_2026-11-21.csv).

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from meshopt_batch.profiles import get_profile
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch_app.cli import main
 from meshopt_batch_app.report.assets_section import default_assets_dir
 from meshopt_batch_app.report.build import SECTION_ANCHORS
@@ -36,7 +36,7 @@ def _gl() -> bool:
 def expected_figures() -> list[str]:
     names = ["mesh_batches", "technique_bars", "order_bars", "dsr_rate_map", "skip_map", "timelines",
              "mesh_meshlets"]
-    if importlib.util.find_spec("meshopt_batch.compare") is not None:
+    if importlib.util.find_spec("meshopt_batch.evaluation.method_comparison") is not None:
         names.append("asr_bars")
     if _gl():
         names += ["probe_scatter", "probe_cache_sweep", "probe_staircases", "glcheck_bars"]

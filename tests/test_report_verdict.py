@@ -14,7 +14,7 @@ import pytest
 
 import meshes
 from meshopt_batch import optimize_file, save_mesh
-from meshopt_batch.shipped import compare_shipped
+from meshopt_batch.evaluation.shipped_orders import compare_shipped
 from meshopt_batch_app.cli import main
 from meshopt_batch_app.report.assets_section import asset_totals, assets_section, run_assets
 from meshopt_batch_app.report.document import Best, Section, Table, best_cells, html_table, markdown_table, write_report

@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_batching import LookbackDX, reference_predict
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.profiles import Profile, get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.reuse_kernels import dx_reach
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import Profile, get_profile
+from meshopt_batch.model.reuse_kernels import dx_reach
+from meshopt_batch.support.errors import MeshoptBatchError
 
 
 def repeating_012(n_indices):
@@ -226,7 +226,7 @@ def test_aligned_groups_and_whole_range():
 @pytest.mark.parametrize("spec", ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "fifo:16", "lru:8",
                                   "nvidia_gl+16bit"])
 def test_short_runs_equal_the_kernel_and_leave_the_memory_as_they_found_it(spec):
-    from meshopt_batch.reuse_kernels import run_kernel, run_short, short_run_kernel, short_run_memory
+    from meshopt_batch.model.reuse_kernels import run_kernel, run_short, short_run_kernel, short_run_memory
 
     profile = get_profile(spec)
     rng = np.random.default_rng(7)

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshopt_batch.topology import face_adjacency, valence, vertex_faces
+from meshopt_batch.geometry.mesh_topology import face_adjacency, valence, vertex_faces
 
 
 def test_vertex_faces_quad():

@@ -1,11 +1,11 @@
-"""meshopt_batch.transform: positions, normals, tangents and winding baked together."""
+"""meshopt_batch.geometry.mesh_transform: positions, normals, tangents and winding baked together."""
 
 import numpy as np
 import pytest
 
-from meshopt_batch.errors import MeshError
-from meshopt_batch.mesh import Mesh
-from meshopt_batch.transform import transform_mesh
+from meshopt_batch.geometry.mesh_record import Mesh
+from meshopt_batch.geometry.mesh_transform import transform_mesh
+from meshopt_batch.support.errors import MeshError
 
 
 def _quad():

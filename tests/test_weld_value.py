@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 
 from meshes import shared_meshes_dir
-from meshopt_batch import asset_delivery as delivery
-from meshopt_batch.asset import AssetOptions, optimize_file
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.io.gltf_document import read_accessor, read_document
-from meshopt_batch.io.gltf_draws import census
+from meshopt_batch.assets import gltf_delivery as delivery
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
+from meshopt_batch.io.gltf.draw_census import census
+from meshopt_batch.io.gltf.gltf_document import read_accessor, read_document
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.weld import check_tolerance, vertex_records, weld, weld_records
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.vertices.weld import check_tolerance, vertex_records, weld, weld_records
 from meshopt_batch_app.cli import main
 
 SHARED_GLTF = shared_meshes_dir().parent / "gltf"

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.asset import AssetOptions, optimize_file
-from meshopt_batch.asset_gltf import index_dtype
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
+from meshopt_batch.assets.gltf_optimization import index_dtype
+from meshopt_batch.geometry.mesh_record import Mesh
 from meshopt_batch.io import load_meshes, save_mesh
-from meshopt_batch.io.gltf_document import load_document, read_accessor
-from meshopt_batch.io.gltf_layout import DocumentEditor, view_blocks
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.io.gltf.byte_patching import DocumentEditor, view_blocks
+from meshopt_batch.io.gltf.gltf_document import load_document, read_accessor
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import get_profile
 from meshopt_batch.optimizers import get_method, optimize
-from meshopt_batch.profiles import get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.vertex_fetch import first_use_gap, first_use_order
-from meshopt_batch.vertex_set import SetOptions, numbering_profiles, optimize_vertex_set
-from meshopt_batch.weld import vertex_records, weld, weld_mesh
+from meshopt_batch.vertices.vertex_fetch import first_use_gap, first_use_order
+from meshopt_batch.vertices.vertex_set import SetOptions, numbering_profiles, optimize_vertex_set
+from meshopt_batch.vertices.weld import vertex_records, weld, weld_mesh
 
 
 def test_weld_merges_only_bit_identical_vertices_keeping_first_occurrences():

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 import meshes
-from meshopt_batch.optimizers.portable.judge import LOOKUP, accept, new_state, reject, trial, trial_order
-from meshopt_batch.profiles import Profile, get_profile
-from meshopt_batch.reuse import predict
-from meshopt_batch.targets import get_target
-from meshopt_batch.vertex_fetch import number_by_first_use
+from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import Profile, get_profile
+from meshopt_batch.model.targets import get_target
+from meshopt_batch.optimizers.portable.window_judge import LOOKUP, accept, new_state, reject, trial, trial_order
+from meshopt_batch.vertices.vertex_fetch import number_by_first_use
 
 CUSTOM = [
     get_profile("fifo:16"),                                   # a global FIFO

@@ -37,7 +37,7 @@ What the readers do:
 * Polygons with more than three corners are fan-triangulated in place,
   ``(v0, v1, v2), (v0, v2, v3), ...``, with a warning naming the file.
 * Degenerate triangles are kept.  Unreferenced vertices are kept.
-* Refused with :class:`~meshopt_batch.errors.MeshError` (one line naming the file and the
+* Refused with :class:`~meshopt_batch.support.errors.MeshError` (one line naming the file and the
   problem): unknown or unreadable formats, empty meshes, point clouds, files with lines
   only, NaN/inf positions, indices out of range.
 * OBJ: a position used with several different ``vt``/``vn`` combinations keeps its index
@@ -59,7 +59,7 @@ primitives are placed with their node transforms and concatenated (vertex buffer
 appended, indices offset; ``meta["parts"]`` says where each one went).  Use
 :func:`load_meshes` to keep one index buffer per draw, as a GPU sees them.
 
-:func:`save_mesh` writes atomically (:func:`meshopt_batch.files.atomic_write`): on any
+:func:`save_mesh` writes atomically (:func:`meshopt_batch.support.files.atomic_write`): on any
 error no output file is left and an existing file is untouched.
 """
 
@@ -71,13 +71,13 @@ import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import MeshError, MeshoptBatchError
-from ..files import atomic_write
-from ..mesh import Mesh, concatenate
-from .common import UV_TOP_LEFT, Refusal, one_line
-from .gltf_read import read_gltf, to_world_space
-from .gltf_write import write_gltf
-from .gltf_write_back import write_gltf_into_source
+from ..geometry.mesh_record import Mesh, concatenate
+from ..support.errors import MeshError, MeshoptBatchError
+from ..support.files import atomic_write
+from .format_common import UV_TOP_LEFT, Refusal, one_line
+from .gltf.gltf_reader import read_gltf, to_world_space
+from .gltf.gltf_writer import write_gltf
+from .gltf.source_rewriting import write_gltf_into_source
 from .obj import read_obj, write_obj
 from .off import read_off
 from .ply import read_ply, write_ply

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..mesh import ATTR_COLOR, ATTR_NORMAL, ATTR_UV, Mesh, fit_index_dtype
-from .common import Refusal, bottom_left_attributes, check_indices, one_mesh, polygons_to_triangles
+from ..geometry.mesh_record import ATTR_COLOR, ATTR_NORMAL, ATTR_UV, Mesh, fit_index_dtype
+from .format_common import Refusal, bottom_left_attributes, check_indices, one_mesh, polygons_to_triangles
 
 __all__ = ["read_obj", "write_obj"]
 

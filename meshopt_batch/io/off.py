@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..mesh import ATTR_COLOR, ATTR_NORMAL, ATTR_UV, Mesh
-from .common import Refusal, check_indices, polygons_to_triangles
+from ..geometry.mesh_record import ATTR_COLOR, ATTR_NORMAL, ATTR_UV, Mesh
+from .format_common import Refusal, check_indices, polygons_to_triangles
 
 __all__ = ["read_off"]
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..mesh import Mesh
-from .common import Refusal
+from ..geometry.mesh_record import Mesh
+from .format_common import Refusal
 
 __all__ = ["read_stl"]
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from .analysis import MeshletAnalysis, analyze_meshlets, combine_analyses, random_views
 from .bounds import MeshletBounds, cone_culled, frustum_culled, meshlet_bounds
-from .build import DEFAULT_METHOD, METHODS, available_methods, build_meshlets
-from .result import MeshletResult
+from .meshlet_build import DEFAULT_METHOD, METHODS, available_methods, build_meshlets
+from .meshlet_result import MeshletResult
 from .validate import meshlet_problems, validate_meshlets
 
 __all__ = [

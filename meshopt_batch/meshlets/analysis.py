@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .bounds import MeshletBounds, cone_culled, frustum_culled, meshlet_bounds
-from .result import MeshletResult
+from .meshlet_result import MeshletResult
 
 __all__ = ["MeshletAnalysis", "analyze_meshlets", "combine_analyses", "random_views", "DEFAULT_VIEWS",
            "DEFAULT_SEED"]

@@ -75,8 +75,8 @@ import time
 import numpy as np
 from numba import njit
 
-from ..topology import vertex_faces
-from .result import MeshletResult, pack_meshlets
+from ..geometry.mesh_topology import vertex_faces
+from .meshlet_result import MeshletResult, pack_meshlets
 
 __all__ = ["build_meshlets_batch", "DEFAULT_COEFFICIENTS", "EQ2_COEFFICIENTS", "small_components",
            "triangle_normals"]

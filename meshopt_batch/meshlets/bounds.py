@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .result import MeshletResult
+from .meshlet_result import MeshletResult
 
 __all__ = ["MeshletBounds", "meshlet_bounds", "cone_culled", "frustum_culled"]
 

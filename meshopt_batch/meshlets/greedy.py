@@ -21,7 +21,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .result import MeshletResult, pack_meshlets
+from .meshlet_result import MeshletResult, pack_meshlets
 
 __all__ = ["build_meshlets_greedy"]
 

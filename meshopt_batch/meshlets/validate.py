@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MeshoptBatchError
-from .result import MeshletResult
+from ..support.errors import MeshoptBatchError
+from .meshlet_result import MeshletResult
 
 __all__ = ["meshlet_problems", "validate_meshlets"]
 

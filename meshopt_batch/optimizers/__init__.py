@@ -23,7 +23,7 @@ triangle keeps its corners in order, so winding and provoking vertex are unchang
 ==========================  ==========================================================
 
 :func:`optimize` runs any of them and returns an :class:`OptimizeResult`;
-:func:`optimize_mesh` applies it to a :class:`~meshopt_batch.mesh.Mesh`.  A method's
+:func:`optimize_mesh` applies it to a :class:`~meshopt_batch.geometry.mesh_record.Mesh`.  A method's
 module is imported on first use, so a missing optional package only matters to the method
 that needs it.  A new optimizer is a module in this package plus one :func:`register` line.
 
@@ -31,7 +31,7 @@ Contract of a method's function: ``fn(triangles, vertex_count, **params)`` (``pr
 when the method is registered with ``uses_profile=True``, ``positions=`` the ``(V, 3)`` vertex
 positions when registered with ``uses_positions=True``) returns either the reordered
 ``(T, 3)`` index array or an :class:`OptimizeResult`.  A method that can optimize for a target
-of several profiles (:mod:`meshopt_batch.targets`) names a second function,
+of several profiles (:mod:`meshopt_batch.model.targets`) names a second function,
 ``for_targets="module:function"``, called as ``fn(triangles, vertex_count, target=..., **params)``.
 """
 
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MeshoptBatchError
-from ..mesh import Mesh
-from ..profiles import Profile
-from ..targets import Target, get_target
+from ..geometry.mesh_record import Mesh
+from ..model.profiles import Profile
+from ..model.targets import Target, get_target
+from ..support.errors import MeshoptBatchError
 from ._util import prepare
-from .result import OptimizeResult
+from .optimize_result import OptimizeResult
 
 __all__ = [
     "CLASSIC_METHODS",
@@ -240,19 +240,19 @@ register("tipsify", "meshopt_batch.optimizers.tipsify:optimize_tipsify", "Tipsif
 register("forsyth", "meshopt_batch.optimizers.forsyth:optimize_forsyth", "TomF")
 register("batch", "meshopt_batch.optimizers.batch:optimize_batch", "Batching", uses_profile=True,
          for_targets="meshopt_batch.optimizers.portable:optimize_for_target")
-register("meshoptimizer", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache",
+register("meshoptimizer", "meshopt_batch.optimizers.meshoptimizer_orders:optimize_vertex_cache",
          "meshopt", requires="meshoptimizer")
-register("meshoptimizer_fifo", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache_fifo",
+register("meshoptimizer_fifo", "meshopt_batch.optimizers.meshoptimizer_orders:optimize_vertex_cache_fifo",
          "meshopt-fifo", requires="meshoptimizer")
-register("meshoptimizer_strip", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_vertex_cache_strip",
+register("meshoptimizer_strip", "meshopt_batch.optimizers.meshoptimizer_orders:optimize_vertex_cache_strip",
          "meshopt-strip", requires="meshoptimizer")
-register("batch+overdraw", "meshopt_batch.optimizers.overdraw:optimize_batch_overdraw", "Batching+overdraw",
+register("batch+overdraw", "meshopt_batch.optimizers.overdraw_order:optimize_batch_overdraw", "Batching+overdraw",
          uses_profile=True, uses_positions=True)
-register("tipsify+overdraw", "meshopt_batch.optimizers.overdraw:optimize_tipsify_overdraw", "Tipsify+overdraw",
+register("tipsify+overdraw", "meshopt_batch.optimizers.overdraw_order:optimize_tipsify_overdraw", "Tipsify+overdraw",
          uses_profile=True, uses_positions=True)
-register("overdraw", "meshopt_batch.optimizers.overdraw:optimize_overdraw_pass", "overdraw pass",
+register("overdraw", "meshopt_batch.optimizers.overdraw_order:optimize_overdraw_pass", "overdraw pass",
          uses_profile=True, uses_positions=True)
-register("meshoptimizer_overdraw", "meshopt_batch.optimizers.meshoptimizer_peer:optimize_overdraw",
+register("meshoptimizer_overdraw", "meshopt_batch.optimizers.meshoptimizer_orders:optimize_overdraw",
          "meshopt-overdraw", requires="meshoptimizer", uses_positions=True)
 
 
@@ -340,7 +340,7 @@ def optimize(triangles, vertex_count: int | None = None, *, method: str | Method
         A name from :data:`METHODS` (default ``batch``).
     profile : str, Profile or Target, keyword-only
         What profile-aware methods (``batch``) optimize for: a profile, or a target of several
-        (:func:`meshopt_batch.targets.get_target`: ``"portable"``, ``"nvidia_gl,amd"``...);
+        (:func:`meshopt_batch.model.targets.get_target`: ``"portable"``, ``"nvidia_gl,amd"``...);
         default: ``portable`` (``nvidia_gl`` for the methods that take one profile only, the
         overdraw variants).  The others ignore it.
     positions : (V, 3) array_like, keyword-only

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MeshoptBatchError
-from ..limits import check_cache_size as check_size_limit
-from ..reuse import as_index_array
+from ..model.prediction import as_index_array
+from ..support.errors import MeshoptBatchError
+from ..support.limits import check_cache_size as check_size_limit
 
 
 def prepare(triangles, vertex_count: int | None):

@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import vertex_corners
+from ..geometry.mesh_topology import vertex_corners
 from ._heaps import indexed_heapify, indexed_remove, indexed_update, keyed_heapify, keyed_pop, keyed_push
 from ._output import NO_ORDER, in_caller_type, no_rows
 from ._util import check_cache_size, prepare

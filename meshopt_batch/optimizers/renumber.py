@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import MeshoptBatchError
-from ..topology import vertex_faces
-from ..vertex_fetch import number_by_first_use
+from ..geometry.mesh_topology import vertex_faces
+from ..support.errors import MeshoptBatchError
+from ..vertices.vertex_fetch import number_by_first_use
 
 SLOTS = 256
 SEGMENT_SIZE = 1023

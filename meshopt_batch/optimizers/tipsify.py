@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..topology import face_index_type, vertex_faces
+from ..geometry.mesh_topology import face_index_type, vertex_faces
 from ._output import NO_ORDER, in_caller_type, no_rows
 from ._util import check_cache_size, prepare
 

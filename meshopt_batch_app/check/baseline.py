@@ -20,8 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_write
 
 from ..library.manifest import dumps, valid_entry
 from .figures import FileFigures, file_figures

@@ -20,7 +20,7 @@ budget file's folder matches no rule.
 The figures: ``triangles`` drawn and ``vertices`` as ``optimize`` counts them, ``bytes`` of the
 file and the external files it refers to, ``asr`` the file's own order's predicted
 invocations per triangle on a profile.  ``acmr`` (misses per triangle) is the same ratio under
-the batch and cache models (:attr:`meshopt_batch.reuse.Prediction.acmr`); both names are
+the batch and cache models (:attr:`meshopt_batch.model.prediction.Prediction.acmr`); both names are
 accepted because pipelines use both.
 
 A file that does not parse, an unknown key, a rule without a glob or without a limit, a limit
@@ -38,7 +38,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..library.memory import parse_size
 from .figures import FileFigures

@@ -21,8 +21,8 @@ import json
 import os
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_write
 
 from ..library.manifest import valid_entry
 

@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from meshopt_batch.asset import WRITABLE_SUFFIXES, AssetOptions
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.assets.file_optimization import WRITABLE_SUFFIXES, AssetOptions
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..library.discovery import FALLBACK_SUFFIX, MESH_SUFFIXES, discover
 from ..library.dispatch import Job, run_jobs

@@ -24,7 +24,7 @@ import socket
 import time
 import xml.etree.ElementTree as ET
 
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 
 from .judge import KINDS, Violation
 

@@ -1,6 +1,6 @@
 """``meshopt-batch analyze``: predicted vertex-shader work of a mesh for each GPU profile.
 
-``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.targets.get_target`):
+``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.model.targets.get_target`):
 ``portable`` reports each of its profiles.  The core modules are imported when the command
 runs, not with its parser (``meshopt-batch --help`` lists every command without them).
 """
@@ -41,7 +41,7 @@ def _row(prof, invocations: int, batches: int, triangles: int, vertices: int) ->
 def primitive_rows(meshes, profiles) -> list[dict]:
     """One record per index buffer (draw): name, glTF mesh and primitive numbers, triangles,
     vertices, and a result row per profile."""
-    from meshopt_batch.reuse import predict  # lazy: the parser needs no core module
+    from meshopt_batch.model.prediction import predict  # lazy: the parser needs no core module
 
     out = []
     for i, mesh in enumerate(meshes):
@@ -76,16 +76,16 @@ def analyze_meshes(meshes, profiles) -> list[dict]:
 
 def analyzed_profiles(target, vertex_counts: list[int]) -> list:
     """The profiles ``analyze`` reports: those of ``target`` (a
-    :class:`~meshopt_batch.targets.Target`, from ``-p``), else (None) every built-in profile.
+    :class:`~meshopt_batch.model.targets.Target`, from ``-p``), else (None) every built-in profile.
 
     When an index buffer addresses more than 2^16 vertices, the default and a target of several
     profiles also get the ``+16bit`` form of NVIDIA's look-back profiles (the 2^16 block rule,
     measured on an H100): the default adds ``nvidia_gl+16bit``, a target every form
-    :meth:`~meshopt_batch.targets.Target.evaluation_profiles` judges such a buffer on.  A
+    :meth:`~meshopt_batch.model.targets.Target.evaluation_profiles` judges such a buffer on.  A
     single named profile is reported as named.
     """
-    from meshopt_batch.profiles import builtin_profile_names, get_profile  # lazy: the parser needs no core module
-    from meshopt_batch.targets import BLOCK_16BIT, block_rule_form  # lazy: the parser needs no core module
+    from meshopt_batch.model.profiles import builtin_profile_names, get_profile  # lazy: the parser needs no core module
+    from meshopt_batch.model.targets import BLOCK_16BIT, block_rule_form  # lazy: the parser needs no core module
 
     if target is not None and target.single:
         return list(target.profiles)
@@ -99,9 +99,9 @@ def analyzed_profiles(target, vertex_counts: list[int]) -> list:
 
 
 def run(args) -> int:
+    from meshopt_batch.geometry.mesh_record import concatenate  # lazy: the parser needs no core module
     from meshopt_batch.io import load_draws  # lazy: the parser needs no core module
-    from meshopt_batch.mesh import concatenate  # lazy: the parser needs no core module
-    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+    from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
 
     named = split_values(args.profile)
     target = get_target(named) if named else None       # a bad name fails before the file is read

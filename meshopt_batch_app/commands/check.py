@@ -24,7 +24,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..options import add_no_progress, add_profile, split_values
 from ..progress import wanted
@@ -90,9 +90,9 @@ def _writable_parent(option: str, path: str | None) -> None:
 
 def _options(args):
     """The AssetOptions ``optimize`` builds for the same ``-p`` and ``--effort``."""
-    from meshopt_batch.asset import AssetOptions  # lazy: the parser needs no core module
+    from meshopt_batch.assets.file_optimization import AssetOptions  # lazy: the parser needs no core module
+    from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
     from meshopt_batch.optimizers import DEFAULT_METHOD, get_method  # lazy: the parser needs no core module
-    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
 
     from .optimize import MAX_EFFORT  # lazy: the optimize command's parser module, for its limit only
 

@@ -1,6 +1,6 @@
 """``meshopt-batch compare``: paper 001 Table 1/2-style comparison of triangle-order optimizers.
 
-``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.targets.get_target`;
+``-p`` takes every target ``optimize`` takes (:func:`meshopt_batch.model.targets.get_target`;
 ``portable`` stands for its five profiles).  On a terminal a count of the optimizer runs
 and the one under way are shown on stderr (:mod:`meshopt_batch_app.progress`).
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..options import add_method, add_no_progress, add_profile, split_values
 from ..progress import Progress, wanted
 from .meshlets import add_compare_option, run_compare
 
 #: The profiles compared when ``-p`` is not given, as the help text names them
-#: (:data:`meshopt_batch.compare.DEFAULT_PROFILES`; a test keeps the two equal).
+#: (:data:`meshopt_batch.evaluation.method_comparison.DEFAULT_PROFILES`; a test keeps the two equal).
 DEFAULT_PROFILE_NAMES = ("nvidia_gl", "amd", "intel")
 
 
@@ -61,8 +61,8 @@ def run(args) -> int:
         return run_compare(args)
     if args.shipped:
         return run_shipped(args)
-    from meshopt_batch.compare import compare  # lazy: the parser needs no core module
-    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+    from meshopt_batch.evaluation.method_comparison import compare  # lazy: the parser needs no core module
+    from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
 
     profiles = split_values(args.profile)
     if profiles:
@@ -84,8 +84,8 @@ def run(args) -> int:
 
 def run_shipped(args) -> int:
     """``compare --shipped``: every written order judged on every profile of the target."""
-    from meshopt_batch.shipped import compare_shipped  # lazy: the parser needs no core module
-    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
+    from meshopt_batch.evaluation.shipped_orders import compare_shipped  # lazy: the parser needs no core module
+    from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
 
     target = get_target(split_values(args.profile) or "portable")
     methods = split_values(args.method)

@@ -18,7 +18,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..options import split_values
 
@@ -106,7 +106,7 @@ def write_npz(path, arrays: dict) -> None:
     so the same meshlets give the same bytes; written atomically."""
     import numpy as np  # lazy: the parser needs no core module
 
-    from meshopt_batch.files import atomic_path  # lazy: the parser needs no core module
+    from meshopt_batch.support.files import atomic_path  # lazy: the parser needs no core module
 
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
         for name, value in arrays.items():
@@ -180,7 +180,7 @@ def add_analyze_option(p) -> None:
 def analyze_rows(meshes, limits: str) -> dict:
     """``{"limits", "rows", "skipped"}`` for ``analyze --meshlets`` (a file's primitives combined)."""
     from meshopt_batch.meshlets import METHODS, meshoptimizer_peer  # lazy: the parser needs no core module
-    from meshopt_batch.meshlets.compare import meshlet_figures  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets.meshlet_comparison import meshlet_figures  # lazy: the parser needs no core module
 
     max_v, max_t = _parse_limits(limits)
     rows, skipped = [], {}
@@ -224,7 +224,7 @@ def run_compare(args) -> int:
     """``compare --meshlets``: one table per mesh and limits; ``--json`` prints the rows."""
     from meshopt_batch.io import load_meshes  # lazy: the parser needs no core module
     from meshopt_batch.meshlets import METHODS  # lazy: the parser needs no core module
-    from meshopt_batch.meshlets.compare import (  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets.meshlet_comparison import (  # lazy: the parser needs no core module
         COMPARE_BUILDERS,
         COMPARE_LIMITS,
         builder_label,

@@ -1,7 +1,7 @@
 """``meshopt-batch optimize``: weld, reorder and renumber a mesh's draws for a target of GPU profiles.
 
 Every vertex buffer of the file is optimized with the index buffers drawn from it
-(:func:`meshopt_batch.asset.optimize_file`): vertices equal by value welded (``--no-weld``;
+(:func:`meshopt_batch.assets.file_optimization.optimize_file`): vertices equal by value welded (``--no-weld``;
 ``--weld-tolerance EPS`` also welds float noise),
 each index buffer's triangles reordered for the target (``portable`` unless ``-p`` names
 profiles) and kept in the input order unless the new order predicts no more invocations on
@@ -16,7 +16,7 @@ written from a glTF keeps the input's document (only changed accessors rewritten
 files kept external and copied beside the output, ``--embed`` for data URIs) and its
 compression: meshopt-compressed views stay compressed, Draco is written with
 ``EXT_meshopt_compression`` (``--compress`` / ``--no-compress``,
-:mod:`meshopt_batch.asset_delivery`).  Points and lines pass through; a file without
+:mod:`meshopt_batch.assets.gltf_delivery`).  Points and lines pass through; a file without
 triangles is copied through.  Each file is written atomically.
 
 On a terminal the vertex buffers done and the time so far are shown on stderr while a file is
@@ -30,7 +30,7 @@ import os
 import sys
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..library.memory import estimate_memory, estimate_triangles
@@ -107,15 +107,18 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from meshopt_batch.asset import AssetOptions, optimize_file  # lazy: the parser needs no core module
-    from meshopt_batch.limits import check_memory  # lazy: the parser needs no core module
+    from meshopt_batch.assets.file_optimization import (  # lazy: the parser needs no core module
+        AssetOptions,
+        optimize_file,
+    )
+    from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
     from meshopt_batch.optimizers import DEFAULT_METHOD, get_method  # lazy: the parser needs no core module
-    from meshopt_batch.optimizers.overdraw import (  # lazy: the parser needs no core module
+    from meshopt_batch.optimizers.overdraw_order import (  # lazy: the parser needs no core module
         check_threshold,
         overdraw_variant,
     )
-    from meshopt_batch.targets import get_target  # lazy: the parser needs no core module
-    from meshopt_batch.weld import check_tolerance  # lazy: the parser needs no core module
+    from meshopt_batch.support.limits import check_memory  # lazy: the parser needs no core module
+    from meshopt_batch.vertices.weld import check_tolerance  # lazy: the parser needs no core module
 
     method = get_method(args.method or DEFAULT_METHOD)
     named = split_values(args.profile)

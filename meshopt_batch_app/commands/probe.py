@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_write
 
 from ..options import add_profile, split_values
 
@@ -81,8 +81,8 @@ def probe_mesh(path, profiles, index_type="auto", waves=False, counter=None) -> 
 
     from gpu_probe.corpus import load_draws  # lazy: as above
     from gpu_probe.counters import capture_waves_through, gl_counter  # lazy: as above
-    from meshopt_batch.profiles import get_profile  # lazy: as above
-    from meshopt_batch.reuse import predict  # lazy: as above
+    from meshopt_batch.model.prediction import predict  # lazy: as above
+    from meshopt_batch.model.profiles import get_profile  # lazy: as above
 
     counter = gl_counter() if counter is None else counter
 
@@ -147,10 +147,10 @@ def run(args) -> int:
     from gpu_probe.context import gl_info  # lazy: the probe loads only for this command
     from gpu_probe.counters import api_counter, renderer_record, resolve_counter  # lazy: as above
     from gpu_probe.experiments import run_experiments  # lazy: as above
-    from gpu_probe.fit import fit  # lazy: as above
+    from gpu_probe.profile_fit import fit  # lazy: as above
     from gpu_probe.waves import subgroup_support  # lazy: as above
-    from meshopt_batch.profiles import builtin_profile_names  # lazy: as above
-    from meshopt_batch.targets import get_target  # lazy: as above
+    from meshopt_batch.model.profiles import builtin_profile_names  # lazy: as above
+    from meshopt_batch.model.targets import get_target  # lazy: as above
 
     t0 = time.perf_counter()
     if args.save_profile:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from meshopt_batch.files import output_folder
+from meshopt_batch.support.files import output_folder
 
 from ..options import deprecated_alias, split_values
 from ..progress import wanted
@@ -58,7 +58,7 @@ def run(args) -> int:
         from ..report.library_section import run_library_report  # lazy: the report's libraries load only here
 
         return run_library_report(args)
-    from meshopt_batch.limits import check_frames  # lazy: not for the parser (meshopt-batch --help)
+    from meshopt_batch.support.limits import check_frames  # lazy: not for the parser (meshopt-batch --help)
     from pipeline_model.scene import load_scene  # lazy: the report's libraries load only here
 
     from ..report.build import build_report  # lazy: as above

@@ -18,8 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_path
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_path
 
 from ..options import add_method, add_no_progress, add_profile, add_technique, deprecated_alias, split_values
 from ..progress import wanted
@@ -84,7 +84,7 @@ def run(args) -> int:
         return _list(args)
     if not args.scene:
         raise MeshoptBatchError("simulate: give a SCENE (a shipped scene name, a scene file) or --list")
-    from meshopt_batch.limits import check_frames, check_screen_side, check_tile  # lazy: not for the parser
+    from meshopt_batch.support.limits import check_frames, check_screen_side, check_tile  # lazy: not for the parser
     from pipeline_model.pipeline import simulate  # lazy: the pipeline model loads only here
 
     check_frames(1 if args.frames is None else args.frames, args.first_frame, "--frames", "--first-frame")

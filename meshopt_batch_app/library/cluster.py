@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .dispatch import Job, WorkerLost
 from .worker import optimize_one

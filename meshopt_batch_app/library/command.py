@@ -12,13 +12,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..progress import wanted
 from .memory import parse_size
 
 if TYPE_CHECKING:
-    from meshopt_batch.asset import AssetOptions
+    from meshopt_batch.assets.file_optimization import AssetOptions
 
     from .runner import LibraryResult
 

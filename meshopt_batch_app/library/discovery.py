@@ -18,9 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from meshopt_batch.asset import WRITABLE_SUFFIXES
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import TEMP_MARK
+from meshopt_batch.assets.file_optimization import WRITABLE_SUFFIXES
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import TEMP_MARK
 
 __all__ = ["MESH_SUFFIXES", "LibraryFile", "check_folders", "discover", "is_temporary"]
 
@@ -50,7 +50,7 @@ class LibraryFile:
 
 
 def is_temporary(name: str) -> bool:
-    """True for the name of an atomic write's temporary (:mod:`meshopt_batch.files`)."""
+    """True for the name of an atomic write's temporary (:mod:`meshopt_batch.support.files`)."""
     return name.startswith(".") and TEMP_MARK in name and name.endswith(".tmp")
 
 

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meshopt_batch import __version__
-from meshopt_batch.asset import AssetOptions
+from meshopt_batch.assets.file_optimization import AssetOptions
+from meshopt_batch.model.profiles import Profile
+from meshopt_batch.model.targets import Target
 from meshopt_batch.optimizers import Method
-from meshopt_batch.profiles import Profile
-from meshopt_batch.targets import Target
 
 __all__ = ["Fingerprint", "cache_key", "external_uris", "fingerprint", "options_fingerprint", "sha256_file"]
 

@@ -25,7 +25,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 
 __all__ = ["MANIFEST_NAME", "STATUSES", "ManifestWriter", "dumps", "primitive_fields", "read_manifest", "valid_entry",
            "write_manifest"]
@@ -61,7 +61,7 @@ def _hashes(value) -> bool:
 
 
 def primitive_fields(records: list[dict]) -> list[dict]:
-    """The ``primitives`` field from an :class:`~meshopt_batch.asset.AssetReport`'s per-draw
+    """The ``primitives`` field from an :class:`~meshopt_batch.assets.file_optimization.AssetReport`'s per-draw
     records, in their order: ``mesh`` and ``primitive`` (glTF indices; 0 for other formats),
     ``name``, ``triangles`` and ``invocations`` (profile, as judged, -> ``before``/``after``)."""
     return [{"mesh": int(r.get("mesh", 0)), "primitive": int(r.get("primitive", 0)), "name": str(r.get("name") or ""),

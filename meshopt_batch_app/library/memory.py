@@ -9,7 +9,7 @@ Estimate of one file's working memory (beyond its worker process's own, about
 from the header where the format states it (PLY ``element face``, OFF counts, binary STL's
 count, the glTF accessors of triangle primitives) and otherwise assumed from the size at
 :data:`BYTES_PER_TRIANGLE` of the format.  The constants were measured as the growth of a
-worker's peak resident memory over :func:`meshopt_batch.asset.optimize_file` with the batch
+worker's peak resident memory over :func:`meshopt_batch.assets.file_optimization.optimize_file` with the batch
 method on the shared meshes (bunny_sub2, 1.1 M triangles: 390 MB, about 370 B per
 triangle) and rounded up; the other methods use less.
 
@@ -26,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 __all__ = ["WORKER_BASELINE", "available_memory", "default_budget", "estimate_memory",
            "estimate_triangles", "parse_size"]

@@ -40,9 +40,9 @@ from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
 
-from meshopt_batch.asset import AssetOptions
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_path
+from meshopt_batch.assets.file_optimization import AssetOptions
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_path
 
 from .cluster import DaskBackend, check_address
 from .discovery import LibraryFile, check_folders, discover, is_temporary

@@ -1,6 +1,6 @@
 """One file's step of a library run, as a worker process (local or Dask) executes it.
 
-:func:`optimize_one` calls :func:`meshopt_batch.asset.optimize_file` and turns its report,
+:func:`optimize_one` calls :func:`meshopt_batch.assets.file_optimization.optimize_file` and turns its report,
 or its error, into the file's manifest fields.  It never raises for a bad file: one failing
 file must not stop the others, so every exception becomes a ``failed`` entry with a
 one-line error.  Warnings (a strip converted, a primitive skipped) are kept in the entry
@@ -19,8 +19,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshopt_batch.asset import AssetOptions, optimize_file
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.assets.file_optimization import AssetOptions, optimize_file
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .fingerprint import document_of, external_uris, reference_hashes, sha256_file
 from .manifest import primitive_fields

@@ -5,7 +5,7 @@ written by :func:`meshopt_batch.optimize_file` with its defaults (the ``portable
 and by ``gltfpack -noq`` (what asset pipelines run today, without quantization so that both
 outputs keep the input's vertex attributes).  The input and both outputs are read back and
 judged the same way, per draw, on every profile of the target as the hardware judges it
-(:func:`meshopt_batch.vertex_set.judged`: NVIDIA's 2^16 rule over 2^16 vertices); bytes are
+(:func:`meshopt_batch.vertices.vertex_set.judged`: NVIDIA's 2^16 rule over 2^16 vertices); bytes are
 each file with the buffers and images it refers to; the Khronos validator checks all three.
 """
 
@@ -18,13 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from meshes import shared_meshes_dir
-from meshopt_batch.asset import optimize_file
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.assets.file_optimization import optimize_file
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.io import load_draws
-from meshopt_batch.io.gltf_document import load_document
-from meshopt_batch.io.gltf_output import resource_files
-from meshopt_batch.targets import get_target
-from meshopt_batch.vertex_set import judged
+from meshopt_batch.io.gltf.gltf_document import load_document
+from meshopt_batch.io.gltf.file_packaging import resource_files
+from meshopt_batch.model.targets import get_target
+from meshopt_batch.vertices.vertex_set import judged
 
 from .document import Best, Section, Table
 from .gltf_tools import find_gltfpack, find_validator, run_gltfpack, validate

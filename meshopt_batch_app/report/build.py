@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 
 from ..progress import wanted
 from . import (

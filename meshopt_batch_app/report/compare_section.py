@@ -1,7 +1,7 @@
 """Report section 1: which triangle order is best for which GPU (``meshopt-batch compare``).
 
 The section opens with the "one order shipped to every GPU" table (:mod:`.shipped_section`).
-The rest comes from :mod:`meshopt_batch.compare`, the module the ``compare`` command prints;
+The rest comes from :mod:`meshopt_batch.evaluation.method_comparison`, the module the ``compare`` command prints;
 this section only lays it out (a Table-1-style table per profile, folded after its first rows,
 the optimizers' run times, ASR bars) and draws one mesh coloured by batch (paper 001 Fig. 3).
 """
@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from meshopt_batch.compare import compare, default_methods
+from meshopt_batch.evaluation.method_comparison import compare, default_methods
 from meshopt_batch.optimizers import get_method, optimize
-from meshopt_batch.profiles import builtin_profile_names
+from meshopt_batch.model.profiles import builtin_profile_names
 
 from .document import Best, Figure, Section, Table
 from .figures import grouped_bars, new_figure, plot_mesh_batches
@@ -26,7 +26,7 @@ FOLD = 3
 
 
 def run_compare(meshes, scope, progress=None) -> dict:
-    """:func:`meshopt_batch.compare.compare` on the report's mesh files, every profile and method."""
+    """:func:`meshopt_batch.evaluation.method_comparison.compare` on the report's mesh files, every profile and method."""
     t0 = time.perf_counter()
     profiles = list(scope.compare_profiles or builtin_profile_names())
     methods = default_methods()

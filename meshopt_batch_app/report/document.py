@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 
 from .figures import plt  # the report's matplotlib, with the Agg backend set
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
-from meshopt_batch.reuse import predict  # noqa: E402
+from meshopt_batch.model.prediction import predict  # noqa: E402
 
 
 def batch_colours(batch_of_triangle: np.ndarray, seed: int = 7) -> np.ndarray:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..library.manifest import MANIFEST_NAME, STATUSES, read_manifest
 from .document import Figure, Section, Table, write_report

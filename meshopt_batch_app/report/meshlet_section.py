@@ -1,6 +1,6 @@
 """Report section 8: meshlets for mesh-shader GPUs (``meshopt-batch compare --meshlets``).
 
-The numbers come from :func:`meshopt_batch.meshlets.compare.compare_meshlets`, the function
+The numbers come from :func:`meshopt_batch.meshlets.meshlet_comparison.compare_meshlets`, the function
 ``compare --meshlets`` prints; this section lays them out (one table per limit pair) and draws
 one mesh coloured by meshlet, our builder beside meshoptimizer's (or the greedy baseline when
 ``almeshopt`` is absent).
@@ -15,9 +15,9 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 
 from meshopt_batch.meshlets import analyze_meshlets, build_meshlets
-from meshopt_batch.meshlets.compare import COMPARE_BUILDERS, compare_meshlets
-from meshopt_batch.meshlets.meshoptimizer_peer import MISSING_REASON
-from meshopt_batch.meshlets.meshoptimizer_peer import available as peer_available
+from meshopt_batch.meshlets.meshlet_comparison import COMPARE_BUILDERS, compare_meshlets
+from meshopt_batch.meshlets.meshoptimizer_meshlets import MISSING_REASON
+from meshopt_batch.meshlets.meshoptimizer_meshlets import available as peer_available
 
 from .document import Best, Figure, Section, Table
 from .figures import batch_colours, new_figure

@@ -1,6 +1,6 @@
 """Report section 4: this machine's GPU, measured (``meshopt-batch probe``).
 
-Runs :func:`gpu_probe.experiments.run_experiments` (paper 001 sec. 3.3), :func:`gpu_probe.fit.fit`
+Runs :func:`gpu_probe.experiments.run_experiments` (paper 001 sec. 3.3), :func:`gpu_probe.profile_fit.fit`
 and :func:`gpu_probe.accuracy.accuracy_table` on the report's meshes; nothing is measured or
 predicted here that those functions do not compute themselves.
 """
@@ -17,10 +17,10 @@ import pandas as pd
 from gpu_probe.accuracy import accuracy_table, plot_accuracy
 from gpu_probe.context import INSTALL_HINT, gl_info
 from gpu_probe.experiments import run_experiments
-from gpu_probe.fit import fit
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.files import atomic_write
-from meshopt_batch.profiles import builtin_profile_names
+from gpu_probe.profile_fit import fit
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.files import atomic_write
+from meshopt_batch.model.profiles import builtin_profile_names
 
 from .document import Best, Figure, Section, Table
 from .figures import new_figure

@@ -1,6 +1,6 @@
 """The "one order shipped to every GPU" table that opens report section 1.
 
-The numbers are :func:`meshopt_batch.shipped.compare_shipped`'s, the function ``meshopt-batch
+The numbers are :func:`meshopt_batch.evaluation.shipped_orders.compare_shipped`'s, the function ``meshopt-batch
 compare --shipped`` prints: for each order ``optimize`` writes (for each single profile, for the
 ``portable`` target) and the classic ones, its invocations on every GPU profile relative to
 meshoptimizer's order (what gltfpack writes), geometric mean over the meshes, with the worst
@@ -13,7 +13,7 @@ import time
 
 import pandas as pd
 
-from meshopt_batch.shipped import REFERENCE, ShippedResult, compare_shipped
+from meshopt_batch.evaluation.shipped_orders import REFERENCE, ShippedResult, compare_shipped
 
 from .document import Best, Table
 

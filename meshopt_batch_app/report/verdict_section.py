@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from meshopt_batch.shipped import REFERENCE
+from meshopt_batch.evaluation.shipped_orders import REFERENCE
 
 from .document import Section, Table
 

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from meshes import SCENES_DIR
-from meshopt_batch.files import atomic_write
+from meshopt_batch.support.files import atomic_write
 
 from .mesh_resolution import resolve_mesh
 

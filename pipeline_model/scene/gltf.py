@@ -5,7 +5,7 @@ its mesh is the node's geometry in object space (read by name, see
 :mod:`pipeline_model.scene.mesh_resolution`) and its world matrix becomes the object's
 placement (:func:`~pipeline_model.scene.animation.placement_from_matrix`).
 
-The document is checked first (:func:`meshopt_batch.io.gltf_schema.check_gltf_file`: types,
+The document is checked first (:func:`meshopt_batch.io.gltf.document_checks.check_gltf_file`: types,
 references, node transforms finite and within float32's range, with the JSON pointer of a
 bad value), and a node whose world transform takes its mesh out of float32's range is
 refused by name.
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import trimesh
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.io.gltf_schema import check_gltf_file
-from meshopt_batch.limits import FLOAT32_MAX
+from meshopt_batch.io.gltf.document_checks import check_gltf_file
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.limits import FLOAT32_MAX
 
 from .animation import placement_from_matrix
 from .camera import Camera

@@ -19,13 +19,13 @@ a sphere) and named in the caller's ``fallbacks`` list; nothing else falls back 
 :func:`check_mesh_spec` checks an entry, its fallbacks and merge parts whole before anything
 is built: keys, types, generator parameters (names from the generator's signature, whole
 numbers where the default is one) and the size a generator would make, which must stay
-within :data:`~meshopt_batch.limits.MAX_GENERATED_TRIANGLES` (``{"library": "icosphere",
+within :data:`~meshopt_batch.support.limits.MAX_GENERATED_TRIANGLES` (``{"library": "icosphere",
 "subdiv": 12}`` would be 335 M triangles).  A ``merge`` is one generated mesh: its parts
 together stay within the same limit, checked on the generators' sizes before anything is
 built and again on each part's real size (a file's) as the batch is built.
 :func:`check_mesh_spec` returns the triangles the entry would generate, which
 :class:`~pipeline_model.scene.scene.Scene` adds up over its draw calls
-(:data:`~meshopt_batch.limits.MAX_SCENE_TRIANGLES`).
+(:data:`~meshopt_batch.support.limits.MAX_SCENE_TRIANGLES`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ import numpy as np
 import trimesh
 
 import meshes
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.geometry.mesh_record import Mesh, concatenate
+from meshopt_batch.geometry.mesh_transform import transform_mesh
 from meshopt_batch.io import load_mesh, load_meshes
-from meshopt_batch.json_values import describe
-from meshopt_batch.limits import LimitError, check_generated_triangles
-from meshopt_batch.mesh import Mesh, concatenate
-from meshopt_batch.transform import transform_mesh
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.json_values import describe
+from meshopt_batch.support.limits import LimitError, check_generated_triangles
 
 from .. import shapes
 from .animation import model_matrix
@@ -148,7 +148,7 @@ def _check_parameters(kind: str, name: str, generator, params: dict, ctx: str) -
 
 
 def _check_triangles(triangles: int, what: str) -> None:
-    """:func:`~meshopt_batch.limits.check_generated_triangles` raising :class:`SceneError`."""
+    """:func:`~meshopt_batch.support.limits.check_generated_triangles` raising :class:`SceneError`."""
     try:
         check_generated_triangles(triangles, what)
     except LimitError as exc:
@@ -355,7 +355,7 @@ def _finish_mesh(m: Mesh) -> Mesh:
 def _merge_parts(parts: Any, base_dir: Path | None, ctx: str, fallbacks: list | None) -> Mesh:
     """A static batch: every part's mesh moved to its placement and appended in listed order.
 
-    :func:`meshopt_batch.transform.transform_mesh` moves positions, normals (inverse
+    :func:`meshopt_batch.geometry.mesh_transform.transform_mesh` moves positions, normals (inverse
     transpose) and winding (reversed under a mirroring placement); uvs are kept.  The result
     is one index buffer, as an engine's static batching bakes many objects into one draw.
     """

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from meshopt_batch import limits
-from meshopt_batch.files import atomic_write
-from meshopt_batch.json_values import describe
-from meshopt_batch.limits import MAX_FRAMES, MAX_SCREEN_SIDE, LimitError, check_scene_triangles
-from meshopt_batch.mesh import Mesh
+from meshopt_batch.geometry.mesh_record import Mesh
+from meshopt_batch.support import limits
+from meshopt_batch.support.files import atomic_write
+from meshopt_batch.support.json_values import describe
+from meshopt_batch.support.limits import MAX_FRAMES, MAX_SCREEN_SIDE, LimitError, check_scene_triangles
 
 from .. import shapes
 from .animation import Animation, model_matrix
@@ -467,7 +467,7 @@ class Scene:
 
     def _check_triangles(self) -> None:
         """Refuse, before any mesh is built, draw calls that would submit more than
-        :data:`~meshopt_batch.limits.MAX_SCENE_TRIANGLES` triangles a frame (every object
+        :data:`~meshopt_batch.support.limits.MAX_SCENE_TRIANGLES` triangles a frame (every object
         counts its mesh's triangles: the generators' sizes, a file mesh's once it is read)."""
         self._draws_per_mesh: dict[str, int] = {}
         for o in self.objects:

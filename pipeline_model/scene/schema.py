@@ -106,9 +106,9 @@ from typing import Any
 
 import numpy as np
 
-from meshopt_batch.errors import MeshoptBatchError
-from meshopt_batch.json_values import describe
-from meshopt_batch.limits import FLOAT32_MAX
+from meshopt_batch.support.errors import MeshoptBatchError
+from meshopt_batch.support.json_values import describe
+from meshopt_batch.support.limits import FLOAT32_MAX
 
 __all__ = [
     "COLOUR_KIND_CODES", "CULL_MODES", "MAX_JSON_INTEGER", "ORDERS", "PROJECTIONS", "RenderState",
@@ -146,7 +146,7 @@ def check_keys(d: Any, allowed: Iterable[str], ctx: str) -> dict:
 
 def number(v: Any, ctx: str, lo: float | None = None, hi: float | None = None) -> float:
     """A finite JSON number in ``[lo, hi]`` as a float; every number is also within float32's
-    range (:data:`~meshopt_batch.limits.FLOAT32_MAX`: the pipeline model computes in float32,
+    range (:data:`~meshopt_batch.support.limits.FLOAT32_MAX`: the pipeline model computes in float32,
     where a larger number is infinite)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
             or abs(v) > FLOAT32_MAX:

@@ -21,7 +21,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from meshopt_batch.errors import MeshoptBatchError
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .base import RenderRequest, Technique
 

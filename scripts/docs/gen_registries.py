@@ -1,7 +1,7 @@
 """Write ``reference/registries.md``: the GPU profiles, optimizers, techniques and shipped scenes.
 
 Run by mkdocs-gen-files at build time, from the registries the code resolves names with
-(:data:`meshopt_batch.profiles.BUILTIN_PROFILES`, :data:`meshopt_batch.optimizers.METHODS`,
+(:data:`meshopt_batch.model.profiles.BUILTIN_PROFILES`, :data:`meshopt_batch.optimizers.METHODS`,
 :data:`pipeline_model.techniques.REGISTRY`, the scene files of ``meshes/scenes``, the report's
 published figures), so a new profile, method, technique or scene appears without a
 documentation edit.
@@ -14,8 +14,8 @@ import json
 import mkdocs_gen_files
 
 import meshes
+from meshopt_batch.model.profiles import BUILTIN_PROFILES
 from meshopt_batch.optimizers import METHODS
-from meshopt_batch.profiles import BUILTIN_PROFILES
 from meshopt_batch_app.report.anchors import PUBLISHED
 from pipeline_model.techniques import REGISTRY
 

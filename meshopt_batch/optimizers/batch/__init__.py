@@ -15,6 +15,6 @@ the Vertex Cache: Understanding and Optimizing Vertex Processing on the modern G
 Comput. Graph. Interact. Tech. 1(2).  (Paper 001: Algorithms 1-2, eq. 1-2, sec. 4.)
 """
 
-from .optimizer import DEFAULT_COEFFICIENTS, DEFAULT_OPTIONS, NO_DISTANCE_COEFFICIENTS, optimize_batch
+from .batch_optimizer import DEFAULT_COEFFICIENTS, DEFAULT_OPTIONS, NO_DISTANCE_COEFFICIENTS, optimize_batch
 
 __all__ = ["DEFAULT_COEFFICIENTS", "DEFAULT_OPTIONS", "NO_DISTANCE_COEFFICIENTS", "optimize_batch"]

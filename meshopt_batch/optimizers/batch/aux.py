@@ -1,6 +1,6 @@
 """Auxiliary memories: the other profiles of a target, whose reuse adds to eq. 1's ``R`` term.
 
-For a target of several profiles (:mod:`meshopt_batch.targets`) the batch optimizer forms its
+For a target of several profiles (:mod:`meshopt_batch.model.targets`) the batch optimizer forms its
 batches for one *primary* profile (the strictest batch rule, see :mod:`.portable`) and tracks
 every other profile of the target as an *auxiliary memory*: that profile's own Algorithm 1
 (paper 001) run on the same index stream, with its own batches and its own memory module,
@@ -20,7 +20,7 @@ the batch is full by size (AMD's 384 indices, llvmpipe's 1023: the next triangle
 fit, so the next choice already sees no reuse there).
 
 Layout (int64 unless said): ``AX[m]`` the parameters (kind code, memory size, batch bounds,
-weight, ints per vertex); ``AS[m]`` the memory scalars of :mod:`meshopt_batch.reuse` followed
+weight, ints per vertex); ``AS[m]`` the memory scalars of :mod:`meshopt_batch.model.prediction` followed
 by the batch counters; ``apv[m]`` the per-vertex array (int32), ``atab[m]`` the LRU table or
 the FIFO's ring of inserted vertices; ``alist[m]`` the vertices listed as reusable since the
 batch began (int32); ``avs[m, v]`` (uint8) bit 1: reusable, bit 2: listed.
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...reuse import (
+from ...model.prediction import (
     _KIND_CODES,
     KIND_FIFO,
     KIND_LOOKBACK,
@@ -50,7 +50,7 @@ from ...reuse import (
     S_MISSES,
     mem_new_batch,
 )
-from .fit import mem_lookup, mem_touch
+from .batch_fit import mem_lookup, mem_touch
 from .layout import B_EMITTED, F_BITS, ST_EMITTED, ST_NTOUCH, ST_STEP
 from .steps import is_heavy, touch
 
@@ -60,7 +60,7 @@ AX_KIND, AX_MEMSIZE, AX_MAXSIZE, AX_MAXUNIQ, AX_WEIGHT, AX_PVW, AX_LEN = range(7
 AS_SIZE, AS_UNIQ, AS_LISTED = S_LEN, S_LEN + 1, S_LEN + 2
 AS_LEN = S_LEN + 3
 _REUSABLE, _LISTED = 1, 2
-#: The Direct3D look-back reaches 44 index positions back (:func:`meshopt_batch.reuse.dx_reuse`).
+#: The Direct3D look-back reaches 44 index positions back (:func:`meshopt_batch.model.prediction.dx_reuse`).
 _DX_REACH = 44
 
 
@@ -72,7 +72,7 @@ def no_aux():
 
 
 def new_aux(profiles, weights, vertex_count: int):
-    """The auxiliary arrays for ``profiles`` (each a :class:`~meshopt_batch.profiles.Profile`
+    """The auxiliary arrays for ``profiles`` (each a :class:`~meshopt_batch.model.profiles.Profile`
     whose triangle order matters) with integer ``weights`` (the ``w_m`` of eq. 1 above).
 
     A direct-mapped memory (llvmpipe) is tracked as a look-back over its whole batch: the

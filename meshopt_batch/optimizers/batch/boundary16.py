@@ -2,7 +2,7 @@
 
 NVIDIA GPUs lose reuse inside a batch whose indices lie on both sides of a multiple of 2^16
 (paper 001 sec. 3.3; on an H100 each switch of the index stream to another 2^16 block empties
-the look-back, :mod:`meshopt_batch.reuse_kernels`).  After optimization we therefore simulate
+the look-back, :mod:`meshopt_batch.model.reuse_kernels`).  After optimization we therefore simulate
 the batches (Algorithm 1 on the plain profile) and make every batch reference a single block:
 conflicting vertices are copied to the end of the vertex buffer and the batch's indices are
 recast to the copies.  As the paper notes, copies may themselves land beyond the next
@@ -36,9 +36,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...profiles import Profile, get_profile
-from ...reuse import as_index_array, predict
-from ...vertex_fetch import first_use_order
+from ...model.prediction import as_index_array, predict
+from ...model.profiles import Profile, get_profile
+from ...vertices.vertex_fetch import first_use_order
 from ..renumber import renumber_first_use
 
 __all__ = ["fix_16bit_boundaries", "mixed_batches", "number_in_blocks"]

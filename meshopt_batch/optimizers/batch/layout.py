@@ -13,7 +13,7 @@ allocates and fills them.
     ``P_ROTATE``: triangles may be rotated cyclically; ``P_PVW``: ints per vertex in the
     memory module's per-vertex array; ``P_BATCHED``: the profile forms batches;
     ``P_NEDGE``: the ``N`` term spreads over edges instead of vertices; ``P_KIND``: memory
-    kind code (:func:`meshopt_batch.reuse.memory_code`); ``P_DCAP``: ``d_cap``;
+    kind code (:func:`meshopt_batch.model.prediction.memory_code`); ``P_DCAP``: ``d_cap``;
     ``P_DBALL``: ``d_region="ball"``; ``P_LOOKAHEAD`` / ``P_FILL``: the two options beyond
     the paper; ``P_HEAVY``: the valence above which a vertex takes no part in eq. 1 (see
     :mod:`.optimizer`).
@@ -46,7 +46,7 @@ allocates and fills them.
 
 from __future__ import annotations
 
-from ...reuse import S_LEN
+from ...model.prediction import S_LEN
 
 __all__ = ["N_FLAG", "N_COUNT"]  # and the P_*, ST_*, F_*, B_* slot names below
 

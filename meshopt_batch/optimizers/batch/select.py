@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fit import choose_rotation
+from .batch_fit import choose_rotation
 from .layout import (
     B_CAND,
     B_EMITTED,

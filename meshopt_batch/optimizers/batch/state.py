@@ -3,7 +3,7 @@
 :class:`BatchState` turns a profile, the coefficients of eq. 2 and the options of
 :func:`~.optimizer.optimize_batch` into the flat arrays of :mod:`.layout` (parameter vector
 ``P``, scalar state ``ST``, per-face work rows ``W``), the memory-module state of
-:mod:`meshopt_batch.reuse`, the vertex -> face and face adjacency tables, the initial
+:mod:`meshopt_batch.model.prediction`, the vertex -> face and face adjacency tables, the initial
 priorities (``k_v`` times the vertices' valences) and the small components for
 ``fill_small``.  It runs the compiled driver (:meth:`BatchState.run_fast`), offers the three
 steps one at a time to the Python reference driver (:mod:`.fibheap_reference`), and assembles
@@ -21,11 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...profiles import Profile
-from ...reuse import memory_code, new_memory
-from ...topology import vertex_faces
-from ...vertex_fetch import first_use_labels
+from ...geometry.mesh_topology import vertex_faces
+from ...model.prediction import memory_code, new_memory
+from ...model.profiles import Profile
+from ...vertices.vertex_fetch import first_use_labels
 from .aux import aux_after_emit, no_aux
+from .dual_graph import corner_others, dual_graph, find_components
 from .layout import (
     F_PRIO,
     F_ROWS,
@@ -59,7 +60,6 @@ from .layout import (
 from .queue import run_fast
 from .select import select_triangle
 from .steps import close_batch, emit_triangle, take_changes
-from .topology import corner_others, dual_graph, find_components
 
 __all__ = ["BatchState", "HEAVY_VALENCE"]
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...reuse import (
+from ...model.prediction import (
     KIND_FIFO,
     KIND_LOOKBACK,
     KIND_LRU,
@@ -47,7 +47,7 @@ from ...reuse import (
     mem_new_batch,
     note_block,
 )
-from .fit import mem_lookup, mem_touch, still_reusable
+from .batch_fit import mem_lookup, mem_touch, still_reusable
 from .layout import (
     B_CAND,
     B_DLIST,

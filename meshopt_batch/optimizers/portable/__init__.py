@@ -17,6 +17,6 @@ Vertex Cache: Understanding and Optimizing Vertex Processing on the modern GPU. 
 Comput. Graph. Interact. Tech. 1(2).
 """
 
-from .optimizer import optimize_for_target
+from .portable_optimizer import optimize_for_target
 
 __all__ = ["optimize_for_target"]

@@ -3,7 +3,7 @@
 Every candidate is numbered in first-use order before it is judged (llvmpipe's direct-mapped
 table depends on vertex numbers), unless it comes with its own numbering (the 16-bit fix's
 copies, or 2^16 blocks); it is predicted once on every profile of the target as the hardware
-sees the buffer (:meth:`~meshopt_batch.targets.Target.evaluation_profiles`), and its index-codec
+sees the buffer (:meth:`~meshopt_batch.model.targets.Target.evaluation_profiles`), and its index-codec
 size is measured only where the choice needs it.  :meth:`Pool.choose` applies the rule of
 :mod:`.objective`.
 
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...index_codec import codec_bits
-from ...reuse import predict
-from ...targets import Target
-from ...vertex_fetch import number_by_first_use
+from ...model.prediction import predict
+from ...model.targets import Target
+from ...vertices.index_codec import codec_bits
+from ...vertices.vertex_fetch import number_by_first_use
 from . import objective
 
 __all__ = ["Candidate", "Pool", "REFERENCE"]

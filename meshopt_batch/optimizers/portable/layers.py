@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...topology import vertex_faces
+from ...geometry.mesh_topology import vertex_faces
 
 __all__ = ["order_by_layers"]
 

@@ -41,8 +41,8 @@ import llvmlite.binding
 import numpy as np
 from numba import njit, types
 
-from ...errors import MeshoptBatchError
-from ...topology import _vertex_faces
+from ...geometry.mesh_topology import _vertex_faces
+from ...support.errors import MeshoptBatchError
 from ..kcache import _MAX_FAN_SORT, _MAX_SIMULATED_FACES, WEIGHT_C2, WEIGHT_C3, _kcache, _sort_fans
 
 __all__ = ["FROM_END", "FROM_FIRST", "FROM_MIDDLE", "KCACHE", "MOVE_NAMES", "local_order", "move_buffers"]

@@ -1,6 +1,6 @@
 """The portable order's one objective, its caps, and the choice among candidate orders.
 
-An asset is built once and drawn on every GPU of a target (:class:`~meshopt_batch.targets.
+An asset is built once and drawn on every GPU of a target (:class:`~meshopt_batch.model.targets.
 Target`, e.g. ``portable``: NVIDIA under OpenGL and Direct3D, AMD, Intel, llvmpipe).  An order
 ``x`` is judged on each profile ``p`` of the target by its predicted invocations ``I_p(x)``
 (paper 001, Algorithm 1, vertices numbered by first use), as a ratio to the order asset
@@ -18,7 +18,7 @@ asset pipeline never ships a regression on any GPU:
   pipeline ships today, nor than the input); a search from a start above a cap keeps that
   profile at most where the start was (:func:`caps`);
 * **codec**: where meshoptimizer's order is the fallback, the index-codec size
-  (:mod:`meshopt_batch.index_codec`) at most :data:`~.tuning.CODEC_SLACK` times its own.
+  (:mod:`meshopt_batch.vertices.index_codec`) at most :data:`~.tuning.CODEC_SLACK` times its own.
 
 :func:`choose` takes, among the candidates within both rules, the lowest ``J``; where none is,
 meshoptimizer's order if it is within the input's figures; else the lowest ``J`` of those within

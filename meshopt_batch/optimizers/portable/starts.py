@@ -50,12 +50,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...parallel import in_parallel
-from ...reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel
-from ...vertex_fetch import first_use_order, number_by_first_use
+from ...model.reuse_kernels import MEMORY_KERNEL_KINDS, run_kernel
+from ...support.parallel import in_parallel
+from ...vertices.vertex_fetch import first_use_order, number_by_first_use
+from ..batch.batch_optimizer import optimize_batch
 from ..batch.boundary16 import number_in_blocks
-from ..batch.optimizer import optimize_batch
-from ..meshoptimizer_peer import optimize_vertex_cache
+from ..meshoptimizer_orders import optimize_vertex_cache
 from .candidates import REFERENCE, Pool
 from .layers import order_by_layers
 from .tuning import AUX_WEIGHTS, BLOCKS_GROWTH, LARGE, VARIANTS
