@@ -10,18 +10,11 @@ that shows progress takes ``--no-progress``.
 
 This module is imported with every parser (``meshopt-batch --help``): it imports no core
 module.
-
-The spellings of version 0.1 (``--profiles``, ``--methods``, ``--techniques``,
-``--optimizer``, ``--quick``) still work for one release; using one prints a one-line
-deprecation note on stderr.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-__all__ = ["add_method", "add_no_progress", "add_profile", "add_technique", "deprecated_alias", "split_values"]
+__all__ = ["add_method", "add_no_progress", "add_profile", "add_technique", "split_values"]
 
 PROFILE_HELP = ("nvidia_gl, nvidia_dx, amd, intel, llvmpipe, fifo:N, lru:N, a profile JSON file; "
                 "'+16bit' models NVIDIA's 2^16 boundary")
@@ -36,44 +29,12 @@ def split_values(values) -> list[str] | None:
     return out or None
 
 
-class _Deprecated(argparse.Action):
-    """Accepts an old spelling, warns once on stderr, and stores like the new option."""
-
-    def __init__(self, option_strings, dest, replacement: str, store: str = "extend", const=None, **kw):
-        self.replacement = replacement
-        self.store = store
-        if store == "store_const":
-            kw["nargs"] = 0
-        super().__init__(option_strings, dest, const=const, **kw)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(f"meshopt-batch: warning: {option_string} is deprecated and will be removed in the next "
-              f"release; use {self.replacement}", file=sys.stderr)
-        if self.store == "extend":
-            current = list(getattr(namespace, self.dest, None) or [])
-            setattr(namespace, self.dest, current + list(values))
-        elif self.store == "store_const":
-            setattr(namespace, self.dest, self.const)
-        else:
-            setattr(namespace, self.dest, values)
-
-
-def deprecated_alias(parser, old: str, dest: str, replacement: str, *, nargs="+", store="extend",
-                     const=None, metavar=None) -> None:
-    """Accept the old option ``old`` for one release: it stores into ``dest`` and warns."""
-    kw = {} if store == "store_const" else {"nargs": nargs, "metavar": metavar}
-    parser.add_argument(old, dest=dest, action=_Deprecated, replacement=replacement, store=store,
-                        const=const, help=argparse.SUPPRESS, **kw)
-
-
-def add_profile(parser, *, multiple: bool, default_help: str, old_plural: bool = False) -> None:
+def add_profile(parser, *, multiple: bool, default_help: str) -> None:
     """``--profile/-p P``: one target profile, or (``multiple``) repeatable and comma-separated."""
     if multiple:
         parser.add_argument("--profile", "-p", action="append", dest="profile", metavar="P",
                             help=f"target or profile (repeatable, or comma-separated): {TARGET_HELP}; "
                             f"default: {default_help}")
-        if old_plural:
-            deprecated_alias(parser, "--profiles", "profile", "--profile (repeatable)", metavar="P")
     else:
         parser.add_argument("--profile", "-p", default=None, metavar="P",
                             help=f"target profile: {PROFILE_HELP}; default: {default_help}")
@@ -87,7 +48,7 @@ def add_no_progress(parser, *, quiet: bool = False) -> None:
                         help="no progress on stderr (shown only when stdout and stderr are terminals)")
 
 
-def add_method(parser, *, multiple: bool, default_help: str, old_plural: bool = False) -> None:
+def add_method(parser, *, multiple: bool, default_help: str) -> None:
     """``--method/-m M``: one optimizer, or (``multiple``) repeatable and comma-separated."""
     names = ("original, hoppe, kcache, tipsify, forsyth, batch, meshoptimizer, meshoptimizer_fifo, "
              "meshoptimizer_strip, batch+overdraw, tipsify+overdraw, overdraw, meshoptimizer_overdraw")
@@ -95,15 +56,12 @@ def add_method(parser, *, multiple: bool, default_help: str, old_plural: bool = 
         parser.add_argument("--method", "-m", action="append", dest="method", metavar="M",
                             help=f"optimizer (repeatable, or comma-separated): {names}; NAME:N sets a "
                             f"cache size (tipsify:14); default: {default_help}")
-        if old_plural:
-            deprecated_alias(parser, "--methods", "method", "--method (repeatable)", metavar="M")
     else:
         parser.add_argument("--method", "-m", default=None, metavar="M",
                             help=f"triangle-order optimizer: {names}; default: {default_help}")
 
 
 def add_technique(parser) -> None:
-    """``--technique/-t T``: repeatable and comma-separated (``--techniques`` deprecated)."""
+    """``--technique/-t T``: repeatable and comma-separated."""
     parser.add_argument("--technique", "-t", action="append", dest="technique", metavar="T",
                         help="technique (repeatable, or comma-separated; default: baseline); see --list")
-    deprecated_alias(parser, "--techniques", "technique", "--technique (repeatable)", metavar="T")

@@ -23,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,8 +307,7 @@ def simulate(scene: str | Path | Scene | dict,
              check_images: bool = False,
              first_frame: int = 0,
              technique_options: dict | None = None,
-             guard_band: float | None = None,
-             optimizer: str | None = None) -> SimulationResult:
+             guard_band: float | None = None) -> SimulationResult:
     """Run ``scene`` for ``frames`` frames under every technique and count the work.
 
     Parameters
@@ -333,12 +331,8 @@ def simulate(scene: str | Path | Scene | dict,
     check_images : compare every exact technique's frame with the baseline's; the per-frame
         rows gain ``image_diff_pixels``
     technique_options : ``{name: {option: value}}`` passed to the technique constructors
-    optimizer : deprecated spelling of ``method`` (kept for one release)
     """
     t_start = time.perf_counter()
-    if optimizer is not None:
-        warnings.warn("simulate(optimizer=...) is deprecated: use method=...", DeprecationWarning, stacklevel=2)
-        method = method if method is not None else optimizer
     method_obj = get_method(method) if method is not None else None
     prof = get_profile(profile)
     sc = load_scene(scene)

@@ -23,7 +23,6 @@ form.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -274,7 +273,7 @@ def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarr
     return np.ascontiguousarray(tris), int(vertex_count)
 
 
-def predict(triangles, vertex_count: int | None = None, *args, profile: str | Profile = "nvidia_gl",
+def predict(triangles, vertex_count: int | None = None, *, profile: str | Profile = "nvidia_gl",
             return_batches: bool = False, per_vertex: bool = False) -> Prediction:
     """Predict vertex-shader invocations of an index buffer (paper 001, Algorithm 1).
 
@@ -284,8 +283,6 @@ def predict(triangles, vertex_count: int | None = None, *args, profile: str | Pr
         The index buffer in draw order (uint16 or uint32 or any integer type).
     vertex_count : int, optional
         Size of the vertex buffer; defaults to the largest index + 1.
-    *args
-        Only the deprecated positional form below; anything else is refused.
     profile : str or Profile, keyword-only
         ``nvidia_gl`` (default), ``nvidia_dx``, ``amd``, ``intel``, ``llvmpipe``, ``fifo:N``,
         ``lru:N``, optionally suffixed ``+16bit`` (see :func:`meshopt_batch.model.profiles.get_profile`).
@@ -303,25 +300,12 @@ def predict(triangles, vertex_count: int | None = None, *args, profile: str | Pr
     ------
     MeshoptBatchError
         An unknown profile or a malformed index buffer.
-    TypeError
-        A positional argument after ``vertex_count`` that is not the deprecated form.
-
-    Notes
-    -----
-    The order ``predict(triangles, profile, vertex_count)`` of version 0.1 still works for one
-    release and warns (``DeprecationWarning``).
 
     References
     ----------
     .. [1] B. Kerbl et al., "Revisiting the Vertex Cache", Proc. ACM CGIT 1(2), 2018 (paper 001),
        Algorithm 1 and sec. 3.4.
     """
-    if isinstance(vertex_count, (str, Profile)):
-        warnings.warn("predict(triangles, profile, vertex_count) is deprecated: use "
-                      "predict(triangles, vertex_count, profile=...)", DeprecationWarning, stacklevel=2)
-        profile, vertex_count = vertex_count, (args[0] if args else None)
-    elif args:
-        raise TypeError("predict() takes the profile as a keyword: predict(triangles, vertex_count, profile=...)")
     prof = get_profile(profile)
     tris, vcount = as_index_array(triangles, vertex_count)
     t_count = tris.shape[0]

@@ -12,8 +12,8 @@ that set, resolved once where a name enters (the command line's ``-p``, ``optimi
 ``A,B,FILE.json``
     Any set: built-in names, ``fifo:N`` / ``lru:N``, ``+16bit`` forms and fitted profile files.
 ``NAME``
-    One profile: exactly the single-profile optimizer of earlier releases (byte-identical
-    output, so every published figure stays reproducible).
+    One profile: exactly the single-profile optimizer (its output byte for byte what it was
+    before targets existed, so every figure measured with it stays reproducible).
 
 NVIDIA's 2^16 block rule (paper 001 sec. 3.3; measured on an H100 under OpenGL) applies where
 an index buffer addresses more than 2^16 vertices: :meth:`Target.evaluation_profiles` then

@@ -32,9 +32,9 @@ def add_parser(subparsers):
         "(batch) are optimized for each profile they are evaluated on.",
     )
     p.add_argument("meshes", nargs="+", metavar="MESH", help="OBJ, PLY, OFF, STL, glTF or GLB files")
-    add_method(p, multiple=True, default_help="every available method", old_plural=True)
+    add_method(p, multiple=True, default_help="every available method")
     add_profile(p, multiple=True, default_help=" ".join(DEFAULT_PROFILE_NAMES) + ", and nvidia_gl+16bit when an index "
-                "buffer addresses more than 2^16 vertices", old_plural=True)
+                "buffer addresses more than 2^16 vertices")
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per mesh, profile "
                    "and method) as CSV")
     p.add_argument("--shipped", action="store_true",

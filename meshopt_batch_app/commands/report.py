@@ -8,7 +8,7 @@ import sys
 
 from meshopt_batch.support.files import output_folder
 
-from ..options import deprecated_alias, split_values
+from ..options import split_values
 from ..progress import wanted
 
 
@@ -28,15 +28,12 @@ def add_parser(subparsers):
                    help="full (default); quick: fewer meshes (procedural + bunny), 4 frames per scene "
                    "at half resolution, smaller probe set, under 30 s on 2 cores; smoke: the test suite's "
                    "smallest inputs")
-    deprecated_alias(p, "--quick", "scope", "--scope quick", store="store_const", const="quick")
     p.add_argument("--mesh", action="append", dest="mesh", metavar="PATH",
                    help="mesh file or folder to compare and probe instead of ../shared/meshes "
                    "(repeatable, or comma-separated; the procedural meshes are always included)")
-    deprecated_alias(p, "--meshes", "mesh", "--mesh (repeatable)", metavar="PATH")
     p.add_argument("--scene", action="append", dest="scene", metavar="SCENE",
                    help="scene to simulate (repeatable, or comma-separated; shipped names or scene "
                    "files; default: every shipped scene)")
-    deprecated_alias(p, "--scenes", "scene", "--scene (repeatable)", metavar="SCENE")
     p.add_argument("--frames", "-n", type=int, metavar="N", help="frames per scene (default: scope's)")
     p.add_argument("--assets", metavar="DIR",
                    help="glTF assets for the real-assets section, optimized beside gltfpack (default: "

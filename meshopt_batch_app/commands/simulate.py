@@ -21,7 +21,7 @@ from pathlib import Path
 from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.support.files import atomic_path
 
-from ..options import add_method, add_no_progress, add_profile, add_technique, deprecated_alias, split_values
+from ..options import add_method, add_no_progress, add_profile, add_technique, split_values
 from ..progress import wanted
 
 #: The vertex-reuse profile of the geometry stage when none is given (Mali-like FIFO).
@@ -39,7 +39,6 @@ def add_parser(subparsers):
     p.add_argument("--frames", "-n", type=int, default=None, help="frames to run (default: the scene's)")
     p.add_argument("--first-frame", type=int, default=0, help="first frame number (default 0)")
     add_method(p, multiple=False, default_help="none (each mesh's own order); applied to every index buffer")
-    deprecated_alias(p, "--optimizer", "method", "--method", nargs=None, store="store", metavar="M")
     add_profile(p, multiple=False, default_help=f"{DEFAULT_PROFILE} (Mali-like); for the vertex-shader count")
     p.add_argument("--width", type=int, default=None, help="screen width (default: the scene's, 1196)")
     p.add_argument("--height", type=int, default=None, help="screen height (default: the scene's, 768)")
