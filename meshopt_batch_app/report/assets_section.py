@@ -19,11 +19,11 @@ import pandas as pd
 
 from meshes import shared_meshes_dir
 from meshopt_batch.assets.file_optimization import optimize_file
-from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.io import load_draws
-from meshopt_batch.io.gltf.gltf_document import load_document
 from meshopt_batch.io.gltf.file_packaging import resource_files
+from meshopt_batch.io.gltf.gltf_document import load_document
 from meshopt_batch.model.targets import get_target
+from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.vertices.vertex_set import judged
 
 from .document import Best, Section, Table

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from meshopt_batch.evaluation.method_comparison import compare, default_methods
-from meshopt_batch.optimizers import get_method, optimize
 from meshopt_batch.model.profiles import builtin_profile_names
+from meshopt_batch.optimizers import get_method, optimize
 
 from .document import Best, Figure, Section, Table
 from .figures import grouped_bars, new_figure, plot_mesh_batches
@@ -26,7 +26,8 @@ FOLD = 3
 
 
 def run_compare(meshes, scope, progress=None) -> dict:
-    """:func:`meshopt_batch.evaluation.method_comparison.compare` on the report's mesh files, every profile and method."""
+    """:func:`meshopt_batch.evaluation.method_comparison.compare` on the report's mesh files,
+    every profile and method."""
     t0 = time.perf_counter()
     profiles = list(scope.compare_profiles or builtin_profile_names())
     methods = default_methods()

@@ -18,9 +18,9 @@ from gpu_probe.accuracy import accuracy_table, plot_accuracy
 from gpu_probe.context import INSTALL_HINT, gl_info
 from gpu_probe.experiments import run_experiments
 from gpu_probe.profile_fit import fit
+from meshopt_batch.model.profiles import builtin_profile_names
 from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.support.files import atomic_write
-from meshopt_batch.model.profiles import builtin_profile_names
 
 from .document import Best, Figure, Section, Table
 from .figures import new_figure

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from gpu_probe.experiments import block_rule_buffers
-from meshopt_batch.support.errors import MeshoptBatchError
-from meshopt_batch.model.profiles import Profile, builtin_profile_names, get_profile
 from meshopt_batch.model.prediction import predict
+from meshopt_batch.model.profiles import Profile, builtin_profile_names, get_profile
 from meshopt_batch.model.targets import PORTABLE
+from meshopt_batch.support.errors import MeshoptBatchError
 
 from .document import Best, Section, Table
 from .results_files import KIND_NAMES, GPUResults, ResultsFile

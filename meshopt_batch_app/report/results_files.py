@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from meshopt_batch.model.profiles import Profile, get_profile
 from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.support.json_values import describe, pointer
-from meshopt_batch.model.profiles import Profile, get_profile
 
 __all__ = ["GPUResults", "ResultsFile", "default_results_dir", "read_results", "read_results_file"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import meshes as procedural
 from meshes import MESH_SUFFIXES
-from meshopt_batch.support.errors import MeshoptBatchError
 from meshopt_batch.io import load_mesh, save_mesh
+from meshopt_batch.support.errors import MeshoptBatchError
 
 #: Triangle orders of the end-to-end matrix on every scene: the mesh's own, Forsyth (TomF),
 #: paper 001's batch.
