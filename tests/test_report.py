@@ -153,21 +153,27 @@ def test_report_compares_reordering_with_the_oracle(smoke_report):
     assert m.group(5) == ("EVR" if evr - oracle < vro - oracle else "VRO")
 
 
-def test_simulate_matrix_on_worker_processes_equals_one_process():
-    """The full and quick reports run the matrix on one worker process per core, each with its
-    share of the raster threads: every figure, per frame, and every recorded map is the same
-    as in one process (one cell made to fail stays one error in both)."""
+@pytest.fixture(scope="module")
+def small_matrix():
+    """Two scenes in the smoke scope's orders, two frames, plus a scene that does not exist: the
+    matrix in this process and on two worker processes."""
     from dataclasses import replace
-
-    import numpy as np
 
     from meshopt_batch_app.report.scope import SCOPES
     from meshopt_batch_app.report.simulate_section import run_simulations
 
     scope = replace(SCOPES["smoke"], scenes=("hud-over-3d", "sprites-2d", "no-such-scene"),
                     frames=2, overdraw_scenes=())
-    one = run_simulations(scope, check_gl=False, workers=1)
-    two = run_simulations(scope, check_gl=False, workers=2)
+    return scope, run_simulations(scope, check_gl=False, workers=1), run_simulations(scope, check_gl=False, workers=2)
+
+
+def test_simulate_matrix_on_worker_processes_equals_one_process(small_matrix):
+    """The full and quick reports run the matrix on one worker process per core, each with its
+    share of the raster threads: every figure, per frame, and every recorded map is the same
+    as in one process (one cell made to fail stays one error in both)."""
+    import numpy as np
+
+    scope, one, two = small_matrix
     assert one["workers"] == 1 and two["workers"] == 2
     assert list(one["runs"]) == list(two["runs"]) and len(one["runs"]) == 2 * len(scope.orders)
     for key, run in one["runs"].items():
@@ -182,6 +188,28 @@ def test_simulate_matrix_on_worker_processes_equals_one_process():
         for tech, frames in maps["requests"].items():
             for i, req in frames.items():
                 assert all(np.array_equal(v, other["requests"][tech][i][k]) for k, v in req.items())
+
+
+def test_first_order_figures_are_drawn_alike_before_the_other_orders_end(small_matrix):
+    """The report draws the figures of the first order's runs while the workers still run the
+    other orders: from those runs alone they are the same images and captions as from the whole
+    matrix, and the section puts them in the same places."""
+    from meshopt_batch_app.report.simulate_section import first_order_figures, simulate_section
+
+    scope, data, _ = small_matrix
+    first = scope.orders[0]
+    partial = {**data, "runs": {k: r for k, r in data["runs"].items() if k[1] == first},
+               "commands": [c for c in data["commands"] if not c.startswith("#")]}
+    early, whole = first_order_figures(partial, scope), first_order_figures(data, scope)
+    assert [f.name for f in early] == [f.name for f in whole] == ["technique_bars", "dsr_rate_map", "skip_map",
+                                                                  "timelines"]
+    assert [f.caption for f in early] == [f.caption for f in whole]
+    assert [f.png_bytes() for f in early] == [f.png_bytes() for f in whole]
+    drawn, _ = simulate_section(data, scope, drawn=early)
+    own, _ = simulate_section(data, scope)
+    assert [f.name for f in drawn.figures] == [f.name for f in own.figures] == [
+        "technique_bars", "order_bars", "dsr_rate_map", "skip_map", "timelines"]
+    assert [f.caption for f in drawn.figures] == [f.caption for f in own.figures]
 
 
 def test_report_bad_arguments(tmp_path, capsys):

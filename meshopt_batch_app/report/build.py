@@ -43,7 +43,8 @@ SECTION_ANCHORS = ("verdict", "compare", "assets", "real-gpus", "probe", "simula
 
 
 #: Stages this process runs, in order, around the jobs of the workers.
-MAIN_STAGES = ("results files", "meshes", "compare", "meshlets", "probe", "figures", "simulate figures", "write")
+MAIN_STAGES = ("results files", "meshes", "compare", "meshlets", "probe", "figures", "simulate figures", "matrix",
+               "write")
 #: Stages of one job each on the workers (the simulate matrix adds one job per cell).
 WORKER_STAGES = ("shipped", "assets", "real GPUs")
 #: Every stage, as the result lists them.
@@ -134,8 +135,22 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
                     for sec in (sec_verdict, sec_cmp, sec_assets, sec_real, sec_probe, sec_meshlets):
                         _draw(sec)
                 answers = [None] * len(sim_jobs)
-                for i in schedule:
+                first = [i for i in schedule if sim_jobs[i].first]
+                for i in first:
                     answers[i] = pool.result(cells[i])
+                # while the workers run the other orders: the figures of the first order's runs
+                with timer.stage("simulate figures"):
+                    partial = simulate_section.collect_simulations([sim_jobs[i] for i in first],
+                                                                   [answers[i] for i in first], sim_meta, scope,
+                                                                   pool.workers, 0.0)
+                    sim_drawn = simulate_section.first_order_figures(partial, scope)
+                    sec_gl = glcheck_section.glcheck_section(partial, scope)
+                    for fig in sim_drawn:
+                        fig.png_bytes()
+                    _draw(sec_gl)
+                for i in schedule:
+                    if answers[i] is None:
+                        answers[i] = pool.result(cells[i])
                 workers = pool.workers
             timer.add_jobs(pool.started, pool.ended)          # complete once the pool is closed
             for label, seconds in pool.cpu.items():
@@ -143,9 +158,8 @@ def build_report(out_dir: str | Path, scope: Scope, progress: bool | None = None
             sim_data = simulate_section.collect_simulations(sim_jobs, answers, sim_meta, scope, workers,
                                                             timer.seconds("simulate"))
 
-            with timer.stage("simulate figures"):
-                sec_sim, matrix = simulate_section.simulate_section(sim_data, scope)
-                sec_gl = glcheck_section.glcheck_section(sim_data, scope)
+            with timer.stage("matrix"):
+                sec_sim, matrix = simulate_section.simulate_section(sim_data, scope, drawn=sim_drawn)
                 tables = _data_tables(cmp_data, matrix, sim_data, shipped, asset_data)
                 sec_anchor = anchors.anchors_section(cmp_df, matrix, tables.get("frames.csv"), scope.orders[0])
             where = f" ({workers} workers)" if workers > 1 else ""

@@ -262,7 +262,25 @@ def _range(values, fmt="{:.2f}") -> str:
     return f"{fmt.format(v.min())}-{fmt.format(v.max())} (mean {fmt.format(v.mean())})"
 
 
-def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
+def first_order_figures(data: dict, scope) -> list[Figure]:
+    """The section's figures that read the scope's first order only (the technique bars, the
+    DSR and RE maps, the timelines): the same from the first order's runs alone as from the
+    whole matrix, so the report draws them while the other orders still run."""
+    m = matrix_frame(data)
+    if not len(m):
+        return []
+    first = scope.orders[0]
+    sec = Section("simulate", "")
+    own = m[m["order"] == first]
+    _technique_bars(sec, own)
+    _maps(sec, data, own)
+    _timelines(sec, data, first)
+    return sec.figures
+
+
+def simulate_section(data: dict, scope, drawn: list[Figure] | None = None) -> tuple[Section, pd.DataFrame]:
+    """Section 5 from the matrix's data; ``drawn``: :func:`first_order_figures`, when they were
+    drawn already."""
     sec = Section("simulate", "5. Whole frames on a tile-based GPU model (simulate)")
     m = matrix_frame(data)
     sec.commands = list(data["commands"])
@@ -323,10 +341,10 @@ def simulate_section(data: dict, scope) -> tuple[Section, pd.DataFrame]:
                             piv, floatfmt="{:.3f}", best=Best("row", among=tuple(piv.columns[3:]), lower=False)))
 
     overdraw_tables(sec, data, m, scope)
-    _technique_bars(sec, own)
-    _order_bars(sec, m, scope)
-    _maps(sec, data, own)
-    _timelines(sec, data, first)
+    figures = first_order_figures(data, scope) if drawn is None else drawn
+    _order_bars(sec, m, scope)                    # between the technique bars and the maps
+    sec.figures = ([f for f in figures if f.name == "technique_bars"] + sec.figures
+                   + [f for f in figures if f.name != "technique_bars"])
     return sec, m
 
 
