@@ -7,7 +7,7 @@ classes as setuptools commands:
   environment, because the warm-up runs the commands;
 * :class:`BuildPy`, after copying the packages into the build folder, runs
   ``python -m meshopt_batch_app.warm_kernels`` there with ``NUMBA_CPU_NAME=generic``, so the
-  wheel carries ``meshopt_batch/_kernels/`` (see :mod:`meshopt_batch.kernel_cache`); an
+  wheel carries ``meshopt_batch/_kernels/`` (see :mod:`meshopt_batch.support.kernel_cache`); an
   editable install skips it (``make setup`` warms the source tree instead);
 * :class:`BdistWheel` tags the wheel for this Python and platform: it holds machine code
   compiled for them by this numba.

@@ -123,8 +123,8 @@ def test_generic_kernels_in_a_read_only_tree_serve_this_cpu_and_a_missing_one_is
     # The build: compiled for the generic CPU into the tree's own cache folder.
     built, err = _kernel_run(tree, builder, ["int64"], reader=False, NUMBA_CPU_NAME="generic")
     assert built == {"hits": 0, "misses": 1, "write_dir": str(tree / "meshopt_batch" / "_kernels")}
-    shipped = tree / "meshopt_batch" / "_kernels" / "meshopt_batch"
-    assert sorted(p.suffix for p in shipped.glob("topology._vertex_faces-*")) == [".nbc", ".nbi"]
+    shipped = tree / "meshopt_batch" / "_kernels" / "meshopt_batch" / "geometry"
+    assert sorted(p.suffix for p in shipped.glob("mesh_topology._vertex_faces-*")) == [".nbc", ".nbi"]
     if os.geteuid() != 0:
         subprocess.run(["chmod", "-R", "a-w", str(tree)], check=True)
     # A user on this CPU who cannot write the tree: loaded, nothing compiled, nothing said.
@@ -136,7 +136,7 @@ def test_generic_kernels_in_a_read_only_tree_serve_this_cpu_and_a_missing_one_is
     # A kernel the build did not compile (int32 lists): compiled, said once, kept for the next run.
     second, err = _kernel_run(tree, user, ["int64", "int32"], reader=True)
     assert (second["hits"], second["misses"]) == (1, 1)
-    assert err.startswith("meshopt-batch: note: compiling meshopt_batch/topology.py:_vertex_faces: no compiled "
+    assert err.startswith("meshopt-batch: note: compiling meshopt_batch/geometry/mesh_topology.py:_vertex_faces: no compiled "
                           f"kernels in {tree / 'meshopt_batch' / '_kernels'}; this run is slower, later runs load it "
                           f"from {kept}")
     assert len(err.strip().splitlines()) == 1
@@ -146,7 +146,7 @@ def test_generic_kernels_in_a_read_only_tree_serve_this_cpu_and_a_missing_one_is
 
 def _with_manifest(monkeypatch, folder: Path, **fields) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    source = "meshopt_batch/topology.py"
+    source = "meshopt_batch/geometry/mesh_topology.py"
     data = {**kernel_files.runtime(), "cpu": "generic", "kernels": 7, "uncovered": [], "failures": [],
             "kernel_sources": [source], "sources": {source: kernel_files.source_hash(ROOT / source)}}
     data.update(fields)
@@ -181,9 +181,9 @@ def test_version_lines_say_ready_stale_changed_or_missing(tmp_path, monkeypatch,
                         "each compiles on its first use")
     assert lines[1] == "kernels no command reached (compiled on first use): meshopt_batch/x.py:f"
 
-    _with_manifest(monkeypatch, folder, sources={"meshopt_batch/topology.py": "0" * 64})
+    _with_manifest(monkeypatch, folder, sources={"meshopt_batch/geometry/mesh_topology.py": "0" * 64})
     assert kernel_cache.kernel_status()[0] == ("kernels: 0 of 1 kernel sources as compiled; changed since: "
-                                               "meshopt_batch/topology.py (their kernels compile on first use)")
+                                               "meshopt_batch/geometry/mesh_topology.py (their kernels compile on first use)")
 
     (folder / kernel_files.MANIFEST).unlink()
     kernel_files.manifest.cache_clear()

@@ -93,9 +93,9 @@ def test_orders_made_now_are_the_orders_measured(mesh):
     """The orders this code makes of ``mesh`` predict, under ``nvidia_gl+16bit``, what the H100
     measured for them (so a change to those optimizers that moves these figures needs a new
     measurement, ``bench_probe.py --optimizers`` on a GPU).  The portable order has changed since
-    it was measured (the window search made fast): today's predicts at most what the measured one
-    measured, each numbering (the rule predicts every measured draw exactly, as the tests above
-    show)."""
+    it was measured (the window search made fast): today's predicts fewer invocations than the H100
+    measured for meshoptimizer's order, each numbering (the rule predicts every measured draw
+    exactly, as the tests above show)."""
     path = shared_meshes_dir() / f"{mesh}.ply" if shared_meshes_dir() else None
     if path is None or not path.exists():
         pytest.skip(f"{mesh}.ply not found")
@@ -114,7 +114,7 @@ def test_orders_made_now_are_the_orders_measured(mesh):
         for numbering, t in (("as returned", np.asarray(res.triangles)), ("first use", first_use)):
             now = predict(t, V, profile=RULE).invocations
             if label == "portable":
-                assert now <= rows[(label, numbering)], (label, numbering)
+                assert now < rows[("meshoptimizer", numbering)], (label, numbering)
             else:
                 assert now == rows[(label, numbering)], (label, numbering)
             checked += 1

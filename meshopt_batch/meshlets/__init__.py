@@ -13,7 +13,7 @@ method              builder
                     optional normal-cone weight (:mod:`.batch`; default)
 ``greedy``          the index buffer cut in its order (:mod:`.greedy`; baseline)
 ``meshoptimizer``   meshoptimizer's ``buildMeshlets`` via the optional ``almeshopt``
-                    package (:mod:`.meshoptimizer_peer`; the peer)
+                    package (:mod:`.meshoptimizer_meshlets`; the peer)
 ==================  ===============================================================
 
 Flat API::

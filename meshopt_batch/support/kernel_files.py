@@ -22,9 +22,9 @@ from pathlib import Path
 #: The packages whose kernels this cache holds (one distribution).
 PACKAGES = ("meshopt_batch", "gpu_probe", "pipeline_model", "meshopt_batch_app")
 #: The folder holding the packages (site-packages, or the repository for an editable install).
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The compiled kernels inside the installed package.
-SHIPPED_DIR = Path(__file__).resolve().parent / "_kernels"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "_kernels"
 #: The file in :data:`SHIPPED_DIR` that says what the build compiled.
 MANIFEST = "manifest.json"
 #: The CPU name numba compiles portable code for (``NUMBA_CPU_NAME=generic``).

@@ -179,7 +179,8 @@ def add_analyze_option(p) -> None:
 
 def analyze_rows(meshes, limits: str) -> dict:
     """``{"limits", "rows", "skipped"}`` for ``analyze --meshlets`` (a file's primitives combined)."""
-    from meshopt_batch.meshlets import METHODS, meshoptimizer_peer  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets import METHODS  # lazy: the parser needs no core module
+    from meshopt_batch.meshlets import meshoptimizer_meshlets as meshoptimizer_peer  # lazy: as above
     from meshopt_batch.meshlets.meshlet_comparison import meshlet_figures  # lazy: the parser needs no core module
 
     max_v, max_t = _parse_limits(limits)
