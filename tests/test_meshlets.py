@@ -344,3 +344,28 @@ def test_meshoptimizer_peer_layout_is_valid_and_repacked():
     # Ritter's sphere against meshoptimizer's: the same size overall, never far off
     assert ours.radius.sum() <= 1.02 * theirs["radius"].sum()
     assert (ours.radius <= 1.15 * theirs["radius"]).all()
+
+
+@pytest.mark.skipif(not peer_available(), reason=MISSING_REASON)
+def test_meshoptimizer_peer_equals_its_python_wrapper_and_is_valid_at_any_triangle_limit():
+    """The C builder called with buffers sized as it writes them: the same meshlets as almeshopt's
+    wrapper where that wrapper's buffer suffices (a multiple of 4 triangles), valid meshlets at
+    limits where it would overflow (hypothesis found 5/1 corrupting the heap)."""
+    import almeshopt
+
+    ico = meshes.icosphere(3)
+    for max_v, max_t in ((64, 124), (64, 64), (32, 8)):
+        ours = build_meshlets(ico.triangles, ico.positions, max_vertices=max_v, max_triangles=max_t,
+                              method="meshoptimizer")
+        out = almeshopt.build_meshlets(np.ascontiguousarray(ico.triangles, np.uint32).reshape(-1),
+                                       np.ascontiguousarray(ico.positions, np.float32), max_v, max_t, 0.0)
+        theirs = MeshletResult.from_slices(out["meshlets"], out["meshlet_vertices"], out["meshlet_triangles"],
+                                           max_v, max_t)
+        assert np.array_equal(ours.meshlets, theirs.meshlets)
+        assert np.array_equal(ours.meshlet_vertices, theirs.meshlet_vertices)
+        assert np.array_equal(ours.meshlet_triangles, theirs.meshlet_triangles)
+    for max_v, max_t in ((5, 1), (3, 2), (8, 3), (64, 126), (255, 511)):
+        r = build_meshlets(ico.triangles, ico.positions, max_vertices=max_v, max_triangles=max_t,
+                           method="meshoptimizer")
+        assert meshlet_problems(r, ico.triangles, ico.vertex_count) == [], (max_v, max_t)
+        assert r.meshlet_count >= -(-ico.triangles.shape[0] // max_t)

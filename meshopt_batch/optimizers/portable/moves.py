@@ -33,16 +33,12 @@ Forsyth, T. (2006).  Linear-speed vertex cache optimisation.
 
 from __future__ import annotations
 
-import glob
-import importlib.util
-import os
-
 import llvmlite.binding
 import numpy as np
 from numba import njit, types
 
 from ...geometry.mesh_topology import _vertex_faces
-from ...support.errors import MeshoptBatchError
+from ...support.meshoptimizer_bindings import c_library_path
 from ..kcache import _MAX_FAN_SORT, _MAX_SIMULATED_FACES, WEIGHT_C2, WEIGHT_C3, _kcache, _sort_fans
 
 __all__ = ["FROM_END", "FROM_FIRST", "FROM_MIDDLE", "KCACHE", "MOVE_NAMES", "local_order", "move_buffers"]
@@ -53,16 +49,7 @@ MOVE_NAMES = ("meshoptimizer from the first triangle", "meshoptimizer from the m
               "meshoptimizer from the last triangle", "K-Cache")
 
 
-def _meshoptimizer_library() -> str:
-    """The shared object of the ``meshoptimizer`` package that holds its C functions."""
-    spec = importlib.util.find_spec("meshoptimizer")
-    found = sorted(glob.glob(os.path.join(os.path.dirname(spec.origin), "_meshoptimizer*"))) if spec else []
-    if not found:
-        raise MeshoptBatchError("the meshoptimizer package's compiled library was not found")
-    return found[0]
-
-
-llvmlite.binding.load_library_permanently(_meshoptimizer_library())
+llvmlite.binding.load_library_permanently(c_library_path())
 _optimize_vertex_cache = types.ExternalFunction(
     "meshopt_optimizeVertexCache",
     types.void(types.CPointer(types.uint32), types.CPointer(types.uint32), types.uintp, types.uintp))
