@@ -53,7 +53,8 @@ def _library():
 
         module = sys.modules[almeshopt.build_meshlets.__module__]
         lib = ctypes.CDLL(module.__file__)
-        build, bound, bounds = lib.meshopt_buildMeshlets, lib.meshopt_buildMeshletsBound, lib.meshopt_computeMeshletBounds
+        build, bound = lib.meshopt_buildMeshlets, lib.meshopt_buildMeshletsBound
+        bounds = lib.meshopt_computeMeshletBounds
     except (ImportError, OSError, AttributeError, KeyError):
         return None
     build.restype = _size
