@@ -136,8 +136,8 @@ def test_generic_kernels_in_a_read_only_tree_serve_this_cpu_and_a_missing_one_is
     # A kernel the build did not compile (int32 lists): compiled, said once, kept for the next run.
     second, err = _kernel_run(tree, user, ["int64", "int32"], reader=True)
     assert (second["hits"], second["misses"]) == (1, 1)
-    assert err.startswith("meshopt-batch: note: compiling meshopt_batch/geometry/mesh_topology.py:_vertex_faces: no compiled "
-                          f"kernels in {tree / 'meshopt_batch' / '_kernels'}; this run is slower, later runs load it "
+    assert err.startswith("meshopt-batch: note: compiling meshopt_batch/geometry/mesh_topology.py:_vertex_faces: "
+                          f"no compiled kernels in {tree / 'meshopt_batch' / '_kernels'}; this run is slower, later runs load it "
                           f"from {kept}")
     assert len(err.strip().splitlines()) == 1
     third, err = _kernel_run(tree, user, ["int64", "int32"], reader=True)
@@ -183,7 +183,8 @@ def test_version_lines_say_ready_stale_changed_or_missing(tmp_path, monkeypatch,
 
     _with_manifest(monkeypatch, folder, sources={"meshopt_batch/geometry/mesh_topology.py": "0" * 64})
     assert kernel_cache.kernel_status()[0] == ("kernels: 0 of 1 kernel sources as compiled; changed since: "
-                                               "meshopt_batch/geometry/mesh_topology.py (their kernels compile on first use)")
+                                               "meshopt_batch/geometry/mesh_topology.py "
+                                               "(their kernels compile on first use)")
 
     (folder / kernel_files.MANIFEST).unlink()
     kernel_files.manifest.cache_clear()
