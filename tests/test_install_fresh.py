@@ -137,8 +137,8 @@ def test_generic_kernels_in_a_read_only_tree_serve_this_cpu_and_a_missing_one_is
     second, err = _kernel_run(tree, user, ["int64", "int32"], reader=True)
     assert (second["hits"], second["misses"]) == (1, 1)
     assert err.startswith("meshopt-batch: note: compiling meshopt_batch/geometry/mesh_topology.py:_vertex_faces: "
-                          f"no compiled kernels in {tree / 'meshopt_batch' / '_kernels'}; this run is slower, later runs load it "
-                          f"from {kept}")
+                          f"no compiled kernels in {tree / 'meshopt_batch' / '_kernels'}; this run is slower, "
+                          f"later runs load it from {kept}")
     assert len(err.strip().splitlines()) == 1
     third, err = _kernel_run(tree, user, ["int64", "int32"], reader=True)
     assert (third["hits"], third["misses"], err) == (2, 0, "")
