@@ -249,7 +249,12 @@ class Prediction:
 
 
 def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarray, int]:
-    """Validate an index buffer and return it as a C-contiguous (T, 3) array plus vertex count."""
+    """Validate an index buffer and return it as a C-contiguous (T, 3) ``uint32`` array plus vertex count.
+
+    Every integer type is taken and converted to ``uint32``, the one index type the compiled
+    kernels are built for at install, so a caller's ``int64`` array compiles nothing on its
+    first use.
+    """
     tris = np.asarray(triangles)
     if tris.size == 0:
         return np.zeros((0, 3), np.uint32), int(vertex_count or 0)
@@ -268,9 +273,9 @@ def as_index_array(triangles, vertex_count: int | None = None) -> tuple[np.ndarr
         vertex_count = high + 1
     elif high >= vertex_count:
         raise MeshoptBatchError(f"vertex index {high} out of range for {vertex_count} vertices")
-    if tris.dtype not in (np.uint32, np.uint16, np.int32, np.int64):
-        tris = tris.astype(np.int64)
-    return np.ascontiguousarray(tris), int(vertex_count)
+    if high > np.iinfo(np.uint32).max:
+        raise MeshoptBatchError(f"vertex index {high} does not fit in 32 bits")
+    return np.ascontiguousarray(tris, dtype=np.uint32), int(vertex_count)
 
 
 def predict(triangles, vertex_count: int | None = None, *, profile: str | Profile = "nvidia_gl",
