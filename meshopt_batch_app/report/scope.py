@@ -177,7 +177,7 @@ SCOPES = {
                    probe_random=30, orders=("original", "batch"), overdraw_orders=(),
                    asset_pick=(100, 12_000, 3)),
     "smoke": Scope("smoke", procedural=(("icosphere", (2,)), ("grid", (12,))), shared="none",
-                   frames=3, size=(256, 160), probe_orders=("original",),
+                   frames=2, size=(160, 100), probe_orders=("original",),
                    probe_random=10, compare_profiles=("nvidia_gl", "amd", "llvmpipe"),
                    workers=1, asset_pick=(100, 1_000, 1)),
 }
