@@ -309,7 +309,7 @@ def _optimize_document(doc: dict, buffers: list[bytes], options, *, got: GltfFil
         count = vset.vertex_count(doc)
         free = [b for b in vset.buffers if not b.locked]
         tris = [b.triangles(doc, buffers, count) for b in free]
-        key = (k, vset.locked)
+        key = (k, vset.locked, tuple(i for i, b in enumerate(vset.buffers) if not b.locked))
         if key not in memo:
             vertex_ops = vset.locked is None
             records = None
