@@ -15,7 +15,7 @@ from pipeline_model.scene import shipped_scenes
 from pipeline_model.techniques import create as create_technique
 
 EXACT = ["vro", "evr", "re", "evr+re", "vro+re"]
-W, H, FRAMES = None, None, 6
+W, H, FRAMES = None, None, 4
 
 _RUNS: dict = {}
 
