@@ -12,7 +12,10 @@ CPU time of this process and its workers: the targets are for an otherwise idle 
 machine, and another program's load shows there.  The first line is the summary a README
 quotes.
 
-    python benchmarks/bench_report.py [--full] [--out DIR]
+``--markdown FILE`` writes the same as Markdown (the summary line, then the stages as a table):
+the documentation's benchmark page shows it and the README quotes its first line.
+
+Run: .venv/bin/python benchmarks/bench_report.py [--full] [--out DIR] [--markdown FILE]
 """
 
 import argparse
@@ -36,6 +39,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="the full report (make report) instead of the quick one")
     ap.add_argument("--out", default=None, help="report folder (default: a new temporary folder)")
+    ap.add_argument("--markdown", default=None, metavar="FILE", help="also write the figures as Markdown to FILE")
     args = ap.parse_args(argv)
     name = "full" if args.full else "quick"
     out = args.out or tempfile.mkdtemp(prefix="bench-report-")
@@ -49,17 +53,29 @@ def main(argv=None):
     cpu = sum(ru.ru_utime + ru.ru_stime for ru in (resource.getrusage(resource.RUSAGE_SELF),
                                                     resource.getrusage(resource.RUSAGE_CHILDREN)))
     verdict = "within" if wall <= TARGET[name] else "OVER"
-    print(f"report --scope {name}: {wall:.0f} s on {os.cpu_count()} cores, {verdict} its {TARGET[name]:.0f} s "
-          f"target (load average {load_before} before, {load_after} after)")
-    print(f"  {cpu:.0f} s CPU in this process and its {res['workers']} worker process(es); "
-          f"{len(res['figures'])} figures in {out}")
-    print("  stage                              from s   to s  wall s  jobs' s   CPU s")
+    summary = (f"report --scope {name}: {wall:.0f} s on {os.cpu_count()} cores, {verdict} its {TARGET[name]:.0f} s "
+               f"target (load average {load_before} before, {load_after} after)")
+    cpu_line = (f"{cpu:.0f} s CPU in this process and its {res['workers']} worker process(es); "
+                f"{len(res['figures'])} figures")
+    rows = []
     for stage, seconds in res["stages"].items():
         base = stage.split(" (", 1)[0]
         start, end = res["timeline"][base]
-        jobs = res["jobs"].get(base)
+        rows.append((stage, start, end, seconds, res["jobs"].get(base), res["cpu"][base]))
+    print(summary)
+    print(f"  {cpu_line} in {out}")
+    print("  stage                              from s   to s  wall s  jobs' s   CPU s")
+    for stage, start, end, seconds, jobs, stage_cpu in rows:
         jobs = f"{jobs:8.1f}" if jobs is not None else " " * 8
-        print(f"  {stage:34s} {start:6.1f} {end:6.1f} {seconds:7.1f} {jobs} {res['cpu'][base]:7.1f}")
+        print(f"  {stage:34s} {start:6.1f} {end:6.1f} {seconds:7.1f} {jobs} {stage_cpu:7.1f}")
+    if args.markdown:
+        lines = [summary + ".", "", cpu_line + ".", "",
+                 "| stage | from s | to s | wall s | jobs' s | CPU s |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {stage} | {start:.1f} | {end:.1f} | {seconds:.1f} | "
+                  f"{'' if jobs is None else f'{jobs:.1f}'} | {stage_cpu:.1f} |"
+                  for stage, start, end, seconds, jobs, stage_cpu in rows]
+        with open(args.markdown, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
     return 0
 
 

@@ -1,9 +1,11 @@
-"""Paste the README's results table from the Markdown a benchmark wrote; ``--check`` only compares.
+"""Paste the README's results table and lines from the Markdown benchmarks wrote; ``--check`` compares.
 
 The README shows one current results table, never typed: the first table of a benchmark's
 ``--markdown`` output (:data:`TABLES`: the file, the columns kept), pasted between the marker
-comments ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``.  To refresh it, run the
-benchmark's command (stated in the README and on the documentation's benchmark page), then
+comments ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; and single lines, the first line
+of a benchmark's output (:data:`LINES`), between ``<!-- line:NAME -->`` and
+``<!-- /line:NAME -->``.  To refresh them, run the benchmark's command (stated in the README
+and on the documentation's benchmark page), then
 
     .venv/bin/python scripts/readme_tables.py          # rewrite the README's tables
     .venv/bin/python scripts/readme_tables.py --check  # exit 1 when one is out of date
@@ -26,6 +28,12 @@ TABLES = {
         ROOT / "docs" / "benchmarks" / "output" / "bench_portable_quick.md",
         ("mesh", "triangles", "nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "worst", "mean"),
     ),
+}
+
+#: Marker name -> the benchmark's Markdown output whose first line the README quotes.
+LINES = {
+    "bench_report_full": ROOT / "docs" / "benchmarks" / "output" / "bench_report_full.md",
+    "bench_report_quick": ROOT / "docs" / "benchmarks" / "output" / "bench_report_quick.md",
 }
 
 
@@ -59,15 +67,29 @@ def table(name: str) -> str:
     return "\n".join(lines)
 
 
+def line(name: str) -> str:
+    """The README's line ``name``: the first line of the benchmark's output."""
+    text = LINES[name].read_text().strip()
+    if not text:
+        raise ValueError(f"{LINES[name].name}: empty")
+    return text.splitlines()[0]
+
+
+def _paste(readme: str, kind: str, name: str, text: str, sep: str) -> str:
+    start, end = f"<!-- {kind}:{name} -->", f"<!-- /{kind}:{name} -->"
+    if start not in readme or end not in readme:
+        raise ValueError(f"README.md has no {start} ... {end} block")
+    head, rest = readme.split(start, 1)
+    _old, tail = rest.split(end, 1)
+    return f"{head}{start}{sep}{text}{sep}{end}{tail}"
+
+
 def render(readme: str) -> str:
-    """``readme`` with every marked table replaced by its generated text."""
+    """``readme`` with every marked table and line replaced by its generated text."""
     for name in TABLES:
-        start, end = f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
-        if start not in readme or end not in readme:
-            raise ValueError(f"README.md has no {start} ... {end} block")
-        head, rest = readme.split(start, 1)
-        _old, tail = rest.split(end, 1)
-        readme = f"{head}{start}\n{table(name)}\n{end}{tail}"
+        readme = _paste(readme, "table", name, table(name), "\n")
+    for name in LINES:
+        readme = _paste(readme, "line", name, line(name), "")
     return readme
 
 

@@ -27,6 +27,10 @@ OUTPUTS = {
                                          "--markdown docs/benchmarks/output/bench_portable.md"),
     "bench_assets": ("bench_assets", ".venv/bin/python benchmarks/bench_assets.py "
                                      "--markdown docs/benchmarks/output/bench_assets.md"),
+    "bench_report_full": ("bench_report", ".venv/bin/python benchmarks/bench_report.py --full "
+                                          "--markdown docs/benchmarks/output/bench_report_full.md"),
+    "bench_report_quick": ("bench_report", ".venv/bin/python benchmarks/bench_report.py "
+                                           "--markdown docs/benchmarks/output/bench_report_quick.md"),
 }
 
 
