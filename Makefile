@@ -38,10 +38,10 @@ $(NPM_STAMP):
 
 setup: $(STAMP) $(NPM_STAMP)
 
-report: $(STAMP)
+report: $(STAMP) $(NPM_STAMP)
 	$(VENV)/bin/meshopt-batch report --out report
 
-report-quick: $(STAMP)
+report-quick: $(STAMP) $(NPM_STAMP)
 	$(VENV)/bin/meshopt-batch report --scope quick --out report
 
 test: $(STAMP) $(NPM_STAMP)
