@@ -14,7 +14,11 @@ module.
 
 from __future__ import annotations
 
-__all__ = ["add_method", "add_no_progress", "add_profile", "add_technique", "split_values"]
+__all__ = ["MAX_EFFORT", "add_method", "add_no_progress", "add_profile", "add_technique", "effort_work",
+           "split_values"]
+
+#: The most ``--effort`` takes (millions of triangles simulated: hours on a large asset).
+MAX_EFFORT = 100_000
 
 PROFILE_HELP = ("nvidia_gl, nvidia_dx, amd, intel, llvmpipe, fifo:N, lru:N, a profile JSON file; "
                 "'+16bit' models NVIDIA's 2^16 boundary")
@@ -27,6 +31,22 @@ def split_values(values) -> list[str] | None:
         return None
     out = [v.strip() for item in values for v in str(item).split(",") if v.strip()]
     return out or None
+
+
+def effort_work(effort: float) -> int:
+    """``--effort M`` (millions of triangles simulated) as the optimizer's ``window_work``.
+
+    Raises
+    ------
+    MeshoptBatchError
+        When ``M`` is outside ``[0, MAX_EFFORT]``.
+    """
+    if not 0 <= effort <= MAX_EFFORT:
+        from meshopt_batch.support.errors import MeshoptBatchError  # lazy: this module imports no core module
+
+        raise MeshoptBatchError(f"--effort must be between 0 and {MAX_EFFORT:g} (millions of triangles), "
+                                f"not {effort:g}")
+    return int(effort * 1e6)
 
 
 def add_profile(parser, *, multiple: bool, default_help: str) -> None:

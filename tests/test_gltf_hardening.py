@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from meshopt_batch.io import load_meshes, save_mesh
-from meshopt_batch.io.gltf import file_packaging as gltf_output
+from meshopt_batch.io.gltf import file_packaging
 from meshopt_batch.io.gltf.glb_container import serialize_gltf
 from meshopt_batch.io.gltf.gltf_document import read_document
 from meshopt_batch.support import limits
@@ -353,9 +353,9 @@ def test_write_file_set_removes_every_temporary_when_one_write_fails(tmp_path, m
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_open(path, mode, *args, **kw)
 
-    monkeypatch.setattr(gltf_output, "open", failing_open, raising=False)
+    monkeypatch.setattr(file_packaging, "open", failing_open, raising=False)
     with pytest.raises(MeshoptBatchError, match=r"a\.png: cannot write: No space left on device"):
-        gltf_output.write_file_set(files)
+        file_packaging.write_file_set(files)
     assert left_in(out) == {"o.bin"}  # no o.gltf, no temporaries, the created folder removed
     assert (out / "o.bin").read_bytes() == b"old"
 
@@ -366,10 +366,10 @@ def test_write_file_set_writes_all_and_refuses_a_blocked_target_first(tmp_path):
     out.mkdir()
     (out / "o.bin").mkdir()
     with pytest.raises(Exception, match=r"output file .*o\.bin is a directory"):
-        gltf_output.write_file_set(files)
+        file_packaging.write_file_set(files)
     assert left_in(out) == {"o.bin"}
     (out / "o.bin").rmdir()
-    gltf_output.write_file_set(files + [(out / "o.bin", b"duplicate")])
+    file_packaging.write_file_set(files + [(out / "o.bin", b"duplicate")])
     assert (out / "o.gltf").read_bytes() == b"{}" and (out / "o.bin").read_bytes() == b"new"
     assert (out / "textures" / "a.png").read_bytes() == PNG
     no_temporaries(out)

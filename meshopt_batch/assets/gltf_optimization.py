@@ -480,7 +480,7 @@ def _package(editor: DocumentEditor, got: GltfFile, data: bytes, source: Path, o
 
 
 def _store(written: _Written, result: GltfResult) -> GltfResult:
-    """Write the main file and its side files all or none (:func:`.io.gltf_output.write_file_set`:
+    """Write the main file and its side files all or none (:func:`..io.gltf.file_packaging.write_file_set`:
     the main file appears last, once its side files are there)."""
     write_file_set([(written.output, written.main), *written.side])
     return result

@@ -17,19 +17,10 @@ module                      format                                              
 :mod:`.ply`                 PLY ascii, binary little/big endian                 binary LE
 :mod:`.off`                 OFF (ascii)                                         no
 :mod:`.stl`                 STL ascii and binary                                no
-:mod:`.gltf_read`           glTF 2.0 ``.gltf`` (external or embedded buffers)   yes
-                            and ``.glb``; :mod:`.gltf_document` (JSON, buffers,
-                            accessors), :mod:`.glb` (the container)
-:mod:`.gltf_write`          a new glTF document; :mod:`.gltf_write_back`
-                            writes meshes into a source file's structure
-:mod:`.gltf_draws`          what a document draws: triangle primitives grouped   (patch)
-                            by shared vertex data; :mod:`.gltf_layout` patches
-                            changed accessors in place, :mod:`.gltf_output`
-                            packages the files (external files kept external)
-:mod:`.gltf_meshopt`        EXT/KHR_meshopt_compression buffer views (decoded    yes
-                            on reading); :mod:`.gltf_compression` which views
-                            go out compressed; :mod:`.gltf_draco` decodes
-                            KHR_draco_mesh_compression (never written)
+:mod:`.gltf`                glTF 2.0 ``.gltf`` (external or embedded buffers)   yes
+                            and ``.glb``, EXT/KHR_meshopt_compression (read
+                            and written) and KHR_draco_mesh_compression (read
+                            only); one module per step (see :mod:`.gltf`)
 ==========================  ==================================================  =========
 
 What the readers do:

@@ -23,7 +23,7 @@ Flat API::
     figures = analyze_meshlets(result, positions)
     validate_meshlets(result, triangles)
 
-The layout of :class:`MeshletResult` is meshoptimizer's (see :mod:`.result`).
+The layout of :class:`MeshletResult` is meshoptimizer's (see :mod:`.meshlet_result`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ triangle keeps its corners in order, so winding and provoking vertex are unchang
 ``meshoptimizer_fifo``      ``meshoptimizer.optimize_vertex_cache_fifo(cache_size)``
 ``meshoptimizer_strip``     ``meshoptimizer.optimize_vertex_cache_strip``
 ``batch+overdraw``          ``batch``, then Sander et al. 2007's overdraw cluster sort
-                            within a bound on the predicted invocations (:mod:`.overdraw`)
+                            within a bound on the predicted invocations (:mod:`.overdraw_order`)
 ``tipsify+overdraw``        ``tipsify``, then the same cluster sort
 ``overdraw``                the cluster sort as a post-pass on the input order
 ``meshoptimizer_overdraw``  ``meshoptimizer.optimize_overdraw`` (threshold 1.05) on its

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from meshopt_batch.support.errors import MeshoptBatchError
 
-from ..options import add_no_progress, add_profile, split_values
+from ..options import add_no_progress, add_profile, effort_work, split_values
 from ..progress import wanted
 
 #: The slack (``--slack``) unless given: 1%.
@@ -94,18 +94,13 @@ def _options(args):
     from meshopt_batch.model.targets import get_target  # lazy: the parser needs no core module
     from meshopt_batch.optimizers import DEFAULT_METHOD, get_method  # lazy: the parser needs no core module
 
-    from .optimize import MAX_EFFORT  # lazy: the optimize command's parser module, for its limit only
-
     method = get_method(DEFAULT_METHOD)
     target = get_target(split_values(args.profile) or method.default_profile)
     params = {"use_distance": True, "queue": "fast"} if method.name == "batch" else {}
     if args.effort is not None:
         if method.name != "batch" or len(target.profiles) < 2:
             raise MeshoptBatchError("--effort applies to a target of several profiles (such as portable)")
-        if not 0 <= args.effort <= MAX_EFFORT:
-            raise MeshoptBatchError(f"--effort must be between 0 and {MAX_EFFORT:g} (millions of triangles), "
-                                    f"not {args.effort:g}")
-        params["window_work"] = int(args.effort * 1e6)
+        params["window_work"] = effort_work(args.effort)
     return AssetOptions(method, target, params)
 
 

@@ -179,15 +179,14 @@ def add_analyze_option(p) -> None:
 
 def analyze_rows(meshes, limits: str) -> dict:
     """``{"limits", "rows", "skipped"}`` for ``analyze --meshlets`` (a file's primitives combined)."""
-    from meshopt_batch.meshlets import METHODS  # lazy: the parser needs no core module
-    from meshopt_batch.meshlets import meshoptimizer_meshlets as meshoptimizer_peer  # lazy: as above
+    from meshopt_batch.meshlets import METHODS, meshoptimizer_meshlets  # lazy: the parser needs no core module
     from meshopt_batch.meshlets.meshlet_comparison import meshlet_figures  # lazy: the parser needs no core module
 
     max_v, max_t = _parse_limits(limits)
     rows, skipped = [], {}
     for method in METHODS:
-        if method == "meshoptimizer" and not meshoptimizer_peer.available():
-            skipped[method] = meshoptimizer_peer.MISSING_REASON
+        if method == "meshoptimizer" and not meshoptimizer_meshlets.available():
+            skipped[method] = meshoptimizer_meshlets.MISSING_REASON
             continue
         figures, seconds, _ = meshlet_figures(meshes, method=method, max_vertices=max_v, max_triangles=max_t)
         rows.append({"builder": method, **figures.to_dict(), "seconds": seconds,

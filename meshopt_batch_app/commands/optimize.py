@@ -34,11 +34,9 @@ from meshopt_batch.support.errors import MeshoptBatchError
 
 from ..library.command import add_library_arguments, optimize_directory, reject_directory_options
 from ..library.memory import estimate_memory, estimate_triangles
-from ..options import add_method, add_no_progress, add_profile, split_values
+from ..options import add_method, add_no_progress, add_profile, effort_work, split_values
 from ..progress import Progress, wanted
 
-#: The most ``--effort`` takes (millions of triangles simulated: hours on a large asset).
-MAX_EFFORT = 100_000
 #: The default method as the help text names it (:data:`meshopt_batch.optimizers.DEFAULT_METHOD`;
 #: the parser is built without the core modules, a test keeps the two equal).
 DEFAULT_METHOD_NAME = "batch"
@@ -143,10 +141,7 @@ def run(args) -> int:
         if method.name != "batch" or len(target.profiles) < 2:
             raise MeshoptBatchError("--effort applies to --method batch with several profiles (a target such as "
                                     "portable)")
-        if not 0 <= args.effort <= MAX_EFFORT:
-            raise MeshoptBatchError(f"--effort must be between 0 and {MAX_EFFORT:g} (millions of triangles), "
-                                    f"not {args.effort:g}")
-        options["window_work"] = int(args.effort * 1e6)
+        options["window_work"] = effort_work(args.effort)
     tolerance = 0.0
     if args.weld_tolerance is not None:
         if args.no_weld:

@@ -136,7 +136,7 @@ class DocumentEditor:
 
     def replayed(self, buffers: list[bytes]) -> DocumentEditor:
         """The same changes over other bytes of the same layout (the stored form of filtered
-        compressed views, :func:`.gltf_meshopt.stored_buffers`): :meth:`build` then lays
+        compressed views, :func:`.meshopt_streams.stored_buffers`): :meth:`build` then lays
         them out at the same offsets.  Call before :meth:`build`."""
         twin = DocumentEditor(self.source_doc, buffers, units=self.units)
         twin.doc = copy.deepcopy(self.doc)

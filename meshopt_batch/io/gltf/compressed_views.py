@@ -1,18 +1,18 @@
 """Which buffer views of an output go out meshopt-compressed, and the buffers that hold them.
 
-An optimized document comes out of :class:`~.gltf_layout.DocumentEditor` as plain buffer
+An optimized document comes out of :class:`~.byte_patching.DocumentEditor` as plain buffer
 views.  :func:`compression_plan` says how each view is written and :func:`pack_streams`
 writes it so ([1]_):
 
 * **as it came in** (the default for a compressed input): every view the input stored
   compressed keeps its extension (EXT or KHR), mode, filter and stride; its stream is
   copied byte for byte when its stored bytes did not change, else encoded again
-  (:func:`.gltf_meshopt.encode_view`).  New index buffers of such a file are compressed
+  (:func:`.meshopt_streams.encode_view`).  New index buffers of such a file are compressed
   too.  Its fallback buffers stay what they were: a placeholder without data stays one
   (its ``byteLength`` what the views need), a fallback with data gets the new data;
 * **compressed** (``--compress``, and a Draco input): with ``EXT_meshopt_compression``,
   lossless, no quantization and no filter, each kind of data in a view of its own
-  (:func:`.gltf_streams.regroup_views`, called before the plan).  A view read as indices only (primitives'
+  (:func:`.stream_grouping.regroup_views`, called before the plan).  A view read as indices only (primitives'
   ``indices``) with 2- or 4-byte indices is ``TRIANGLES`` when every primitive drawing it is
   a triangle list (each accessor a whole number of triangles on a triangle boundary),
   else ``INDICES``; every other view of accessors (vertex attributes, morph targets,
@@ -198,11 +198,11 @@ def pack_streams(doc: dict, buffers: list[bytes], plan: dict[int, StreamLayout],
     plan : dict
         :func:`compression_plan`.
     stored : list of bytes, keyword-only
-        ``buffers`` with filtered views in their stored form (:func:`.gltf_meshopt.stored_buffers`).
+        ``buffers`` with filtered views in their stored form (:func:`.meshopt_streams.stored_buffers`).
     placeholders : set of int, keyword-only
         Buffers the input had without data (fallback placeholders).
     sources : dict, keyword-only
-        The input's compressed views (:class:`.gltf_meshopt.DecodedView`), for unchanged streams.
+        The input's compressed views (:class:`.meshopt_streams.DecodedView`), for unchanged streams.
     stream_buffer : int, keyword-only
         The buffer that holds the streams (default: the input's, else 0).
     """

@@ -1,6 +1,6 @@
 """Packaging a glTF document and its buffers as output files, keeping external files external.
 
-:func:`package_gltf` turns a document (as :class:`~.gltf_layout.DocumentEditor` built it)
+:func:`package_gltf` turns a document (as :class:`~.byte_patching.DocumentEditor` built it)
 into the files to write:
 
 * ``.glb``: one file.  Every buffer goes into the BIN chunk (buffer 0 first, each 4-byte
@@ -28,7 +28,7 @@ The side files are checked before anything is written (:func:`check_targets`: no
 in the way, folders writable), and :func:`write_file_set` writes a set all or nothing:
 every file to a temporary beside it first, renamed into place only when all are written.
 External files read here (images copied or embedded) must be regular files that fit in
-memory (:func:`.glb.read_external`).
+memory (:func:`.glb_container.read_external`).
 
 Nothing else is added: no ``mimeType`` on an image that stays a URI, no ``generator``, no
 default values.  The JSON of a ``.gltf`` is indented like the source's (compact when the
@@ -121,7 +121,7 @@ def resource_files(doc: dict, source: Path) -> list[Path]:
 
 def _read_image(uri: str, source: Path) -> tuple[bytes, str | None] | None:
     """An image's bytes and media type (None: its file is missing); a file that is not a
-    regular file or does not fit in memory is refused (:func:`.glb.read_external`)."""
+    regular file or does not fit in memory is refused (:func:`.glb_container.read_external`)."""
     if uri.startswith("data:"):
         return decode_data_uri(uri)
     try:

@@ -118,15 +118,15 @@ class GltfFile:
     Attributes
     ----------
     doc : dict
-        The JSON; Draco primitives are decoded into plain accessors (:mod:`.gltf_draco`),
+        The JSON; Draco primitives are decoded into plain accessors (:mod:`.draco_decoding`),
         meshopt-compressed buffer views keep their extension objects.
     buffers : list of bytes
         Every buffer's bytes with each compressed view's decoded bytes in place
-        (:func:`.gltf_meshopt.decode_buffer_views`).
+        (:func:`.meshopt_streams.decode_buffer_views`).
     stored : list of bytes or None
         The buffers as the file stores them (None: a fallback buffer without data).
     streams : dict
-        The compressed buffer views as read (:class:`.gltf_meshopt.DecodedView` by number).
+        The compressed buffer views as read (:class:`.meshopt_streams.DecodedView` by number).
     draco_primitives : int
         Primitives decoded from ``KHR_draco_mesh_compression``.
     draco : DracoDecoding
@@ -154,7 +154,7 @@ def read_document(data: bytes, path: Path) -> GltfFile:
 
     Refuses GLB files with a bad header, versions other than 2.x, and buffers that are
     missing or shorter than declared; a buffer file must be a regular file and only its
-    ``byteLength`` bytes are read (:func:`.glb.read_external`); the buffer files and the
+    ``byteLength`` bytes are read (:func:`.glb_container.read_external`); the buffer files and the
     arrays of the triangle primitives' accessors must fit in the memory available
     (:func:`check_accessor_memory`), checked before anything is read.  A corrupt compressed
     view or Draco bitstream is refused naming its buffer view.  A buffer without data (no
@@ -256,7 +256,7 @@ def check_accessor_memory(doc: dict, attributes: Iterable[int], indices: Iterabl
 
     An accessor without a ``bufferView`` is ``count`` zeros however small the file is, and
     one buffer view can back many accessors, so the declared sizes are summed before any
-    array is allocated.  ``doc`` must have passed :func:`.gltf_schema.validate_document`.
+    array is allocated.  ``doc`` must have passed :func:`.document_checks.validate_document`.
 
     Raises
     ------

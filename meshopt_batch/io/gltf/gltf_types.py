@@ -1,7 +1,7 @@
 """glTF 2.0 accessor component and element types, and the compression extensions by name.
 
 A leaf module: the document reader (:mod:`.gltf_document`) and the codec modules it calls
-(:mod:`.gltf_meshopt`, :mod:`.gltf_draco`) all read these tables, so they live below all
+(:mod:`.meshopt_streams`, :mod:`.draco_decoding`) all read these tables, so they live below all
 three.
 
 References

@@ -9,7 +9,7 @@ if that loses precision).  Texture coordinates are written with their origin at 
 left, flipped when the mesh came from OBJ or PLY.  Indices are 16-bit where the mesh's
 index type is 16-bit and no index is 0xFFFF (reserved for primitive restart [1]_).
 
-Writing into an existing document's structure is :mod:`.gltf_write_back`.
+Writing into an existing document's structure is :mod:`.source_rewriting`.
 
 References
 ----------

@@ -11,7 +11,7 @@ KHR extension ``COLOR``).  The parent's buffer may hold the same data uncompress
 *fallback* for loaders without the extension) or be a placeholder with no data at all.
 
 :func:`stream_layout` checks a view's extension object against the specification's rules
-(one :class:`~.common.Refusal` naming the buffer view and what is wrong);
+(one :class:`~..format_common.Refusal` naming the buffer view and what is wrong);
 :func:`decode_view` decodes a stream and :func:`encode_view` writes one;
 :func:`decode_buffer_views` decodes every compressed view of a document into its parent
 buffer, so everything downstream reads plain bytes.

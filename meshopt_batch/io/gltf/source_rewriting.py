@@ -9,7 +9,7 @@ be given; meshes without one fill the triangle primitives in file order.
 
 This is the :class:`~meshopt_batch.geometry.mesh_record.Mesh`-level writer of ``save_mesh(source=)``;
 ``meshopt-batch optimize`` does not use it but patches the source document in place
-(:mod:`meshopt_batch.assets.gltf_optimization`, :mod:`.gltf_layout`, :mod:`.gltf_output`), which keeps
+(:mod:`meshopt_batch.assets.gltf_optimization`, :mod:`.byte_patching`, :mod:`.file_packaging`), which keeps
 external files external and shared data shared.  Here the output is self-contained: every
 old buffer view is copied into one new buffer, external and ``data:`` images become buffer
 views, and when every extension used is known not to refer to accessors or buffer views,
@@ -133,7 +133,7 @@ def _copy_views(doc: dict, buffers: list[bytes], builder: BinaryBuilder) -> None
 def _embed_images(doc: dict, builder: BinaryBuilder, path: Path, source: Path) -> None:
     """Images given by a ``uri`` (file or ``data:``) become buffer views; a missing file or
     an unknown image type keeps its ``uri`` (warning).  A file that is not a regular file or
-    does not fit in memory is refused (:func:`.glb.read_external`)."""
+    does not fit in memory is refused (:func:`.glb_container.read_external`)."""
     for im in doc.get("images", []):
         uri = im.get("uri")
         if uri is None:

@@ -1,9 +1,9 @@
 """The batch-based optimizer of paper 001 (Kerbl et al. 2018, Algorithm 2), one module per seam.
 
-* :mod:`.optimizer`: :func:`optimize_batch` for one profile, its coefficients and options, and
+* :mod:`.batch_optimizer`: :func:`optimize_batch` for one profile, its coefficients and options, and
   the work after the order is found (16-bit fix, direct-mapped renumbering, final prediction);
-* :mod:`.state`, :mod:`.queue`, :mod:`.fibheap_reference`, :mod:`.select`, :mod:`.fit`,
-  :mod:`.steps`, :mod:`.topology`, :mod:`.layout`: the parts of the compiled loop;
+* :mod:`.state`, :mod:`.queue`, :mod:`.fibheap_reference`, :mod:`.select`, :mod:`.batch_fit`,
+  :mod:`.steps`, :mod:`.dual_graph`, :mod:`.layout`: the parts of the compiled loop;
 * :mod:`.boundary16`: the 16-bit boundary post-process (paper 001 sec. 4);
 * :mod:`.aux`: the auxiliary memories that let one run of Algorithm 2 weigh other GPUs' reuse
   (used by :mod:`meshopt_batch.optimizers.portable`, the order for a target of several profiles).

@@ -1,7 +1,7 @@
 """Auxiliary memories: the other profiles of a target, whose reuse adds to eq. 1's ``R`` term.
 
 For a target of several profiles (:mod:`meshopt_batch.model.targets`) the batch optimizer forms its
-batches for one *primary* profile (the strictest batch rule, see :mod:`.portable`) and tracks
+batches for one *primary* profile (the strictest batch rule, see :mod:`..portable.portable_optimizer`) and tracks
 every other profile of the target as an *auxiliary memory*: that profile's own Algorithm 1
 (paper 001) run on the same index stream, with its own batches and its own memory module,
 advanced after every emitted triangle.  A vertex that auxiliary memory ``m`` would reuse at the

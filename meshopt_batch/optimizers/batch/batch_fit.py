@@ -1,6 +1,6 @@
 """Can a triangle join the current batch?  Algorithm 1 of paper 001 asked about one triangle.
 
-The batch optimizer (:mod:`.optimizer`) emits a triangle only when the batch predictor says it
+The batch optimizer (:mod:`.batch_optimizer`) emits a triangle only when the batch predictor says it
 fits in the current batch.  :func:`choose_rotation` answers that question for every cyclic
 rotation of the triangle (winding preserved) and returns the one that shades the fewest new
 vertices, or -1 when the triangle would start a new batch.

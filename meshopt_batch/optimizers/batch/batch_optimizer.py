@@ -108,9 +108,9 @@ The optimizer is split along its seams (each a place to look when optimising its
 * :mod:`.queue`: the compiled driver loop on the exact bucket queue;
   :mod:`.fibheap_reference`: the same loop in Python on a Fibonacci heap;
 * :mod:`.select`: which triangle to emit (the top, ``lookahead``, ``fill_small``);
-* :mod:`.fit`: whether a triangle fits in the current batch, and in which rotation;
+* :mod:`.batch_fit`: whether a triangle fits in the current batch, and in which rotation;
 * :mod:`.steps`: the priority updates of emitting a triangle and closing a batch;
-* :mod:`.topology`: the corner lists, the dual graph and the components, in int32;
+* :mod:`.dual_graph`: the corner lists, the dual graph and the components, in int32;
 * :mod:`.layout`: the slots of the flat arrays these compiled parts share (one 32-byte
   row of int32 per face holds everything a step reads and writes of it).
 

@@ -12,7 +12,7 @@ per run in int32, O(T):
   ascending, a face listed once), found from the edge's endpoint with fewer faces; stored as
   one slot per edge (with the neighbour's third vertex) for every face with at most one
   neighbour per edge, a short overflow list for the others.  An edge
-  whose two endpoints are both *heavy* (more than ``heavy`` faces, see :mod:`.optimizer`) is left
+  whose two endpoints are both *heavy* (more than ``heavy`` faces, see :mod:`.batch_optimizer`) is left
   out: such a vertex takes no part in eq. 1, and listing every pair of faces around a
   non-manifold edge would be quadratic;
 * :func:`find_components`: faces connected through shared vertices (union-find over the

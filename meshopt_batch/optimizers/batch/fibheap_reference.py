@@ -6,7 +6,7 @@ et al.'s structure) and calls the same compiled step functions as the fast path,
 difference between ``queue="fibheap"`` and ``queue="fast"`` is the priority queue.
 
 Keys are ``(-p, -stamp, face)``: highest priority first and, among equal priorities, the most
-recently inserted or changed face first (see :mod:`.optimizer`).  ``fibheap`` offers
+recently inserted or changed face first (see :mod:`.batch_optimizer`).  ``fibheap`` offers
 ``decrease_key`` only; a priority *increase* of a face lowers its key (``decrease_key``), a
 priority *decrease* raises it, which is done as ``delete`` + re-insert of a fresh node.
 Both operations give the face a new stamp, exactly like the bucket queue of the fast path.
@@ -71,7 +71,7 @@ class FibQueue:
 
 def run_reference(state) -> None:
     """Algorithm 2's driver loop on a Fibonacci heap, one step at a time on ``state`` (a
-    :class:`~.state.BatchState`; see :func:`.optimizer.optimize_batch`)."""
+    :class:`~.state.BatchState`; see :func:`.batch_optimizer.optimize_batch`)."""
     prio = state.prio
     queue = FibQueue(prio)
     for t in range(len(prio) - 1, -1, -1):

@@ -1,6 +1,6 @@
 """Integer layouts shared by the compiled parts of the batch optimizer (paper 001, Algorithm 2).
 
-The step functions (:mod:`.fit`, :mod:`.steps`, :mod:`.select`) and the
+The step functions (:mod:`.batch_fit`, :mod:`.steps`, :mod:`.select`) and the
 queue drivers (:mod:`.queue`, :mod:`.fibheap_reference`) pass their state around as a
 few flat integer arrays instead of objects, so numba compiles them once and caches them on
 disk.  This module names the slots of those arrays; :class:`~.state.BatchState`
@@ -16,7 +16,7 @@ allocates and fills them.
     kind code (:func:`meshopt_batch.model.prediction.memory_code`); ``P_DCAP``: ``d_cap``;
     ``P_DBALL``: ``d_region="ball"``; ``P_LOOKAHEAD`` / ``P_FILL``: the two options beyond
     the paper; ``P_HEAVY``: the valence above which a vertex takes no part in eq. 1 (see
-    :mod:`.optimizer`).
+    :mod:`.batch_optimizer`).
 
 ``ST`` (int64 scalar state of the run)
     ``ST_EMITTED``: triangles emitted; ``ST_SIZE`` / ``ST_UNIQ``: indices and shaded vertices

@@ -4,7 +4,7 @@ Every priority of eq. 1 (paper 001) is an integer and every change a signed inte
 the queue is one doubly linked list per integer priority (newest at the head) plus a bitmap of
 the non-empty buckets, 64 per word.  Increase-key, decrease-key and delete are O(1); finding
 the top scans the bitmap down from the last top (:func:`_bq_top`).  Its pop order is the key
-order of :mod:`.optimizer` (priority, then most recent change), i.e. identical to the Fibonacci
+order of :mod:`.batch_optimizer` (priority, then most recent change), i.e. identical to the Fibonacci
 heap of :mod:`.fibheap_reference`, so both drivers give the same triangle order.
 
 :func:`run_fast` is the loop: take the top, ask :func:`~.select.select_triangle` what to

@@ -2,19 +2,19 @@
 
 Plain Algorithm 2 (paper 001) emits the queue's top when it fits in the current batch and
 closes the batch otherwise.  Two refinements beyond the paper are chosen here, in
-:func:`select_triangle` (both on by default; see :mod:`.optimizer`):
+:func:`select_triangle` (both on by default; see :mod:`.batch_optimizer`):
 
 * ``lookahead``: when the top reuses exactly two vertices, every remaining triangle that reuses
   two is compared by how many further triangles its missing vertex would complete;
 * ``fill_small``: when the batch has started and the top reuses nothing, the largest untouched
   small component (faces connected through vertices, small enough for one batch) that still
-  fits is started instead (:func:`~.topology.find_components` finds them once per run).
+  fits is started instead (:func:`~.dual_graph.find_components` finds them once per run).
 
 The lookahead scans the list of faces that reuse exactly two vertices; the steps of
 :mod:`.steps` append a face when its count reaches two and the scan drops the entries
 that no longer qualify, so the list stays short without being kept exact at every change.
 A vertex with more than ``P_HEAVY`` faces completes nothing here (it takes no part in eq. 1,
-see :mod:`.optimizer`).  Compiled without reference counting, like the steps.
+see :mod:`.batch_optimizer`).  Compiled without reference counting, like the steps.
 
 References
 ----------

@@ -1,7 +1,7 @@
 """Set-up of one batch-optimizer run: every array the compiled steps work on.
 
 :class:`BatchState` turns a profile, the coefficients of eq. 2 and the options of
-:func:`~.optimizer.optimize_batch` into the flat arrays of :mod:`.layout` (parameter vector
+:func:`~.batch_optimizer.optimize_batch` into the flat arrays of :mod:`.layout` (parameter vector
 ``P``, scalar state ``ST``, per-face work rows ``W``), the memory-module state of
 :mod:`meshopt_batch.model.prediction`, the vertex -> face and face adjacency tables, the initial
 priorities (``k_v`` times the vertices' valences) and the small components for
@@ -63,7 +63,7 @@ from .steps import close_batch, emit_triangle, take_changes
 
 __all__ = ["BatchState", "HEAVY_VALENCE"]
 
-#: A vertex shared by more faces than this takes no part in eq. 1 (see :mod:`.optimizer`).
+#: A vertex shared by more faces than this takes no part in eq. 1 (see :mod:`.batch_optimizer`).
 HEAVY_VALENCE = 1024
 
 
@@ -138,11 +138,11 @@ class BatchState:
         Vertex buffer size.
     prof : Profile
         The model the order is optimized for (already the plain model of a ``+16bit`` profile
-        or the look-back stand-in of a direct-mapped one, see :func:`~.optimizer.optimize_batch`).
+        or the look-back stand-in of a direct-mapped one, see :func:`~.batch_optimizer.optimize_batch`).
     coeffs : dict
         Integer ``k_r, k_v, k_d, k_n`` (eq. 1-2).
     options : dict
-        The full option set of :data:`~.optimizer.DEFAULT_OPTIONS`.
+        The full option set of :data:`~.batch_optimizer.DEFAULT_OPTIONS`.
     aux : tuple, optional
         Auxiliary memories (:func:`~.aux.new_aux`: the other profiles of a target); none by
         default.

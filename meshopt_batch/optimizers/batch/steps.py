@@ -14,10 +14,10 @@ driver of :mod:`.fibheap_reference` reads it through :func:`take_changes`).  The
 keeps the lookahead's candidates listed (faces with exactly two reusable vertices,
 :func:`count_reusable`).
 
-Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.optimizer`): their
+Vertices with more than ``P_HEAVY`` faces take no part in eq. 1 (see :mod:`.batch_optimizer`): their
 faces are skipped by every loop here, so each step costs O(1) around them.
 
-The ``D`` term's region and cap are documented choices of :mod:`.optimizer` (``d_cap``,
+The ``D`` term's region and cap are documented choices of :mod:`.batch_optimizer` (``d_cap``,
 ``d_region``): :func:`_distance_terms_ring` (the one-ring, default) and
 :func:`_distance_terms_ball` (dual-graph ball).
 

@@ -12,7 +12,7 @@ layers in turn, and each layer's triangles along it.
 On a surface of rows (a grid, a sphere's rings from its pole, a strap) this gives back rows:
 every layer is reused once, by the next, which Intel's FIFO of 128 vertices serves perfectly
 where a layer is shorter than it.  It is not an order to ship, but a start for the window
-search of :mod:`.search`, which folds rows into patches for the batch rules while the FIFO
+search of :mod:`.window_search`, which folds rows into patches for the batch rules while the FIFO
 still finds what it needs; on a scan the layers are long fronts and the start is useless
 (:mod:`.starts` tries it only where it beats meshoptimizer's order on some profile).
 

@@ -7,7 +7,7 @@ The steps, for one index buffer:
    beats them all, the breadth-first layers where they beat the reference somewhere, and past
    2^16 vertices the same numbered in 2^16 blocks.  Each is numbered by first use and predicted
    once on every profile (:mod:`.candidates`).
-2. **Screening**: a short window search (:mod:`.search`: one round of the first move over the
+2. **Screening**: a short window search (:mod:`.window_search`: one round of the first move over the
    window lengths of :data:`~.tuning.SCREEN_WINDOWS`) from the order the objective chooses
    (:mod:`.objective`), from the candidate nearest to being within the reference's figures where
    the reference is chosen, from the layers, and from the input (so that an order this function
@@ -130,20 +130,20 @@ def optimize_for_target(triangles, vertex_count: int | None = None, *, target: T
     vertex_count : int, optional
         Vertex buffer size (default: largest index + 1).
     target : Target, keyword-only
-        Two or more profiles (one profile is :func:`~..batch.optimizer.optimize_batch`'s job).
+        Two or more profiles (one profile is :func:`~..batch.batch_optimizer.optimize_batch`'s job).
     use_distance : bool, keyword-only
-        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
+        As :func:`~..batch.batch_optimizer.optimize_batch`'s, for every batch candidate.
     queue : {"fast", "fibheap"}, keyword-only
-        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
+        As :func:`~..batch.batch_optimizer.optimize_batch`'s, for every batch candidate.
     fix_16bit : bool, keyword-only, optional
-        As :func:`~..batch.optimizer.optimize_batch`'s, for every batch candidate.
+        As :func:`~..batch.batch_optimizer.optimize_batch`'s, for every batch candidate.
     window_work : int, keyword-only
         The work bound of the whole search, screening and search together: triangles the judge
         simulates (the mean over the profiles) plus the triangles the moves reorder
         (:data:`~.tuning.WINDOW_WORK`; 0 turns the search off).  ``optimize --effort M`` is M
         million.
     **options
-        Further options of :func:`~..batch.optimizer.optimize_batch`, for every batch candidate.
+        Further options of :func:`~..batch.batch_optimizer.optimize_batch`, for every batch candidate.
 
     Returns
     -------

@@ -1,6 +1,6 @@
 """Exact predicted invocations of an order with one window changed, simulating only near it.
 
-The window search (:mod:`.search`) asks, many thousands of times, what an order would predict
+The window search (:mod:`.window_search`) asks, many thousands of times, what an order would predict
 on every profile of a target (paper 001, Algorithm 1, vertices numbered in first-use order, as
 the result is written) if the triangles of one window ``[start, stop)`` were put in another
 order.  Simulating the whole buffer for each question costs ``T`` triangles per profile; the

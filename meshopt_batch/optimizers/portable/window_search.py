@@ -3,7 +3,7 @@ lowers the objective without passing any GPU's cap.
 
 An order is judged by its predicted invocations on every profile of a target (paper 001,
 Algorithm 1, on the whole buffer, so that batch boundaries moved by a change and the caches'
-state after it are counted; :mod:`.judge` answers it near the window).  :func:`search_windows`
+state after it are counted; :mod:`.window_judge` answers it near the window).  :func:`search_windows`
 slides windows of several lengths over the order, each length twice (the second pass offset by
 half a window, so a change may straddle a boundary of the first), replaces a window's triangles
 by a local move's order of them (:mod:`.moves`), and keeps the change when the objective
