@@ -10,8 +10,10 @@ The steps, for one index buffer:
 2. **Screening**: a short window search (:mod:`.window_search`: one round of the first move over the
    window lengths of :data:`~.tuning.SCREEN_WINDOWS`) from the order the objective chooses
    (:mod:`.objective`), from the candidate nearest to being within the reference's figures where
-   the reference is chosen, from the layers, and from the input (so that an order this function
-   wrote is a start again: optimizing it a second time keeps it, or improves it); the starts are
+   the reference is chosen, from the layers, and from the input where it beats the reference on
+   some profile (so that an order this function wrote is a start again: optimizing it a second
+   time keeps it, or improves it; an input worse than the reference everywhere gives the search
+   nothing the other starts lack); the starts are
    independent, so they run on the machine's cores at once, and the result is the same on any
    number of cores.
 3. **Search**: from the screened order with the lowest objective, the moves of
@@ -90,8 +92,10 @@ def _refine(pool: Pool, tris: np.ndarray, work: int) -> list[dict]:
     if chosen == REFERENCE:
         starts.append(pool.closest_to_reference())
     starts.append(add_layers(pool, tris))
-    starts.append(None)
-    starts = list(dict.fromkeys(s for k, s in enumerate(starts) if s is not None or k == 0 or k == len(starts) - 1))
+    starts = [s for k, s in enumerate(starts) if s is not None or k == 0]
+    if np.any(pool.given < pool.reference.invocations):
+        starts.append(None)
+    starts = list(dict.fromkeys(starts))
     share = int(SCREEN_SHARE * work)
 
     def screen(start):
