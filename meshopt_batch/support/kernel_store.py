@@ -77,8 +77,7 @@ class KernelCache(FunctionCache):
         numba's own runs first: that refresh imports and installs every lowering and typing
         registry, which compiling needs (numba's compiler refreshes the contexts itself) but
         linking a compiled library does not; only the runtime the kernels allocate with (NRT)
-        is set up.  The first kernel of a command is then loaded in milliseconds, not in a
-        third of a second."""
+        is set up, so that a command's first kernel loads without that start-up cost."""
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
