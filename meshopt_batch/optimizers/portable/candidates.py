@@ -21,7 +21,7 @@ import numpy as np
 
 from ...model.prediction import predict
 from ...model.targets import Target
-from ...vertices.index_codec import codec_bits
+from ...vertices.index_codec import raw_codec_bits
 from ...vertices.vertex_fetch import number_by_first_use
 from . import objective
 
@@ -118,7 +118,7 @@ class Pool:
         """A candidate's raw index-codec bits per triangle."""
         entry = self.candidates[name]
         if entry.codec is None:
-            entry.codec = codec_bits(entry.triangles, entry.source.shape[0]).raw
+            entry.codec = raw_codec_bits(entry.triangles, entry.source.shape[0])
         return entry.codec
 
     def ratios(self, name: str) -> np.ndarray:

@@ -42,7 +42,7 @@ from ...model.prediction import as_index_array
 from ...model.targets import Target
 from ...support.errors import MeshoptBatchError
 from ...support.parallel import in_parallel
-from ...vertices.index_codec import codec_bits
+from ...vertices.index_codec import raw_codec_bits
 from ..optimize_result import OptimizeResult
 from .candidates import REFERENCE, Pool
 from .moves import FROM_FIRST
@@ -78,7 +78,7 @@ def _search(pool: Pool, tris: np.ndarray, start: str | None) -> WindowSearch:
     refuse = None
     if pool.fallback_is_reference():
         limit = CODEC_SLACK * pool.codec(REFERENCE)
-        refuse = lambda changed: codec_bits(changed, pool.vertex_count).raw > limit  # noqa: E731
+        refuse = lambda changed: raw_codec_bits(changed, pool.vertex_count) > limit  # noqa: E731
     return WindowSearch(order, pool.vertex_count, pool.profiles, reference=reference.astype(np.float64),
                         caps=caps(reference, pool.given, begun), windows=WINDOWS, worst_weight=WORST_WEIGHT,
                         kcache_size=KCACHE_SIZE, margin=MARGIN, threshold=THRESHOLD, refuse=refuse)
