@@ -107,8 +107,7 @@ def index_dtype(max_index: int, stored: np.dtype | None, keep: bool) -> np.dtype
 
 
 def _prediction(tris: np.ndarray, vertex_count: int, profile: Profile) -> Prediction:
-    # int64 as the optimizer's buffers: one compiled kernel serves every buffer of the file
-    return predict(np.asarray(tris, np.int64), vertex_count, profile=profile)
+    return predict(tris, vertex_count, profile=profile)
 
 
 def _by_profile(target: Target, before: list[int], after: list[int], count_out: int) -> dict:

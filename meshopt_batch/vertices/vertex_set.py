@@ -168,8 +168,7 @@ def degenerate_mask(triangles: np.ndarray) -> np.ndarray:
 def _invocations(tris: np.ndarray, vertex_count: int, profile: Profile) -> int:
     if tris.shape[0] == 0:
         return 0
-    # one index type for every buffer of a file: one compiled kernel to load, not one per type
-    return predict(np.asarray(tris, np.int64), vertex_count, profile=profile).invocations
+    return predict(tris, vertex_count, profile=profile).invocations
 
 
 def numbering_profiles(target: Target | Profile, vertex_count: int) -> list[Profile]:

@@ -296,12 +296,10 @@ def optimize_batch(triangles, vertex_count: int | None = None, *, profile="nvidi
     if renumber:
         out, remap = renumber_for_direct_cache(out, vcount, slots=prof.memory_size,
                                                segment_size=prof.max_size or 3 * t_count)
-        out = np.asarray(out, np.int64)
         opt_prof = prof
     stats["renumbered"] = renumber
-    out = np.asarray(out, np.int64)  # int64 as every prediction of an asset run: one compiled kernel
+    out = np.asarray(out, np.uint32)
     pred = predict(out, vertex_count=remap.shape[0], profile=opt_prof, return_batches=True)
-    out = out.astype(np.uint32)
     stats.update(seconds=time.perf_counter() - t0, vertices_out=int(remap.shape[0]),
                  vertex_copies=copies, batches=int(pred.batches), invocations=int(pred.invocations),
                  asr=pred.asr, fix_16bit=bool(fix_16bit))
