@@ -82,10 +82,13 @@ out vec4 colour;
 void main() {
     ivec2 p = ivec2(gl_FragCoord.xy);
     atomicAdd(pix[p.y * width + p.x], 1u);
-    atomicAdd(tri[tri_base + gl_PrimitiveID], 1u);
+    %s
     colour = vec4(1.0);
 }
 """
+
+#: The per-triangle count of :data:`_FS_COUNT` (left out where only per-pixel counts are asked for).
+_PER_TRIANGLE = "atomicAdd(tri[tri_base + gl_PrimitiveID], 1u);"
 
 _FS_PLAIN = """
 #version 430
@@ -128,7 +131,9 @@ class _GL:
         self.glFinish = gl_proc("glFinish", None)
         self._fbos: dict[tuple[int, int], object] = {}
         self.prog_count_early = self.ctx.program(
-            vertex_shader=_VS, fragment_shader=_FS_COUNT % "layout(early_fragment_tests) in;")
+            vertex_shader=_VS, fragment_shader=_FS_COUNT % ("layout(early_fragment_tests) in;", _PER_TRIANGLE))
+        self.prog_count_pixels = self.ctx.program(
+            vertex_shader=_VS, fragment_shader=_FS_COUNT % ("layout(early_fragment_tests) in;", ""))
         self.prog_plain = self.ctx.program(vertex_shader=_VS_PLAIN, fragment_shader=_FS_PLAIN)
 
     @classmethod
@@ -250,8 +255,8 @@ class GLCounts:
 
     shaded: np.ndarray        # uint32 (H, W): fragments shaded with the early depth test
     covered: np.ndarray       # uint32 (H, W): fragments with depth testing off (coverage)
-    shaded_per_tri: np.ndarray   # uint32 (N,)
-    covered_per_tri: np.ndarray  # uint32 (N,)
+    shaded_per_tri: np.ndarray | None   # uint32 (N,), None when not counted
+    covered_per_tri: np.ndarray | None  # uint32 (N,), None when not counted
     depth: np.ndarray         # float32 (H, W): final depth buffer
     viewport_exact: bool      # no vertex was outside the guard-band viewport
     renderer: str
@@ -259,25 +264,30 @@ class GLCounts:
 
     def shaded_per_draw(self) -> np.ndarray:
         """Fragments shaded per draw (the per-triangle atomics summed over each draw)."""
+        if self.shaded_per_tri is None:
+            raise ValueError("rendered with per_triangle=False: no per-triangle counts")
         if self.draw is None or not self.draw.size:
             return np.zeros(0, np.int64)
         return np.bincount(self.draw, weights=self.shaded_per_tri).astype(np.int64)
 
 
 def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
-                  coverage: bool = True) -> GLCounts:
+                  coverage: bool = True, per_triangle: bool = True) -> GLCounts:
     """Render ``frame`` through GL in program order and count fragments with atomics.
 
     Per-draw depth state is honoured: draws with ``depth_test`` False are drawn with the depth
     test disabled, draws with ``depth_write`` False (NWOZ) test but do not write. Blending does
-    not change which fragments are shaded, so every draw is rendered opaque.
+    not change which fragments are shaded, so every draw is rendered opaque.  With
+    ``per_triangle=False`` only the per-pixel counts are taken (``shaded_per_tri`` and
+    ``covered_per_tri`` are None): every fragment of a triangle adds to one counter, which
+    serialises the renderer's threads on it.
     """
     g = _GL.get()
     ctx, mgl = g.ctx, g.moderngl
     w, h, n = frame.width, frame.height, frame.n_triangles
     verts, vp = _ndc_vertices(frame)
     fbo = g.framebuffer(w, h)
-    prog = g.prog_count_early
+    prog = g.prog_count_early if per_triangle else g.prog_count_pixels
     prog["width"].value = w
     vbo = ctx.buffer(verts.tobytes() if n else b"\0" * 12)
     vao = ctx.vertex_array(prog, [(vbo, "3f", "in_pos")])
@@ -288,7 +298,8 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
 
     def run_pass(depth_on: bool):
         pix.clear()
-        tri.clear()
+        if per_triangle:
+            tri.clear()
         fbo.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
         fbo.use()
         ctx.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
@@ -303,12 +314,13 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
             else:
                 ctx.disable(mgl.DEPTH_TEST)
             fbo.depth_mask = bool(dw)
-            prog["tri_base"].value = s
+            if per_triangle:
+                prog["tri_base"].value = s
             vao.render(mgl.TRIANGLES, vertices=3 * (e - s), first=3 * s)
         fbo.depth_mask = True
         g.glFinish()
         p = np.frombuffer(pix.read(), np.uint32).reshape(h, w)[::-1].copy()
-        t = np.frombuffer(tri.read(), np.uint32)[:n].copy()
+        t = np.frombuffer(tri.read(), np.uint32)[:n].copy() if per_triangle else None
         return p, t
 
     try:
@@ -319,7 +331,7 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
             covered, covered_tri = run_pass(False)
         else:
             covered = np.zeros((h, w), np.uint32)
-            covered_tri = np.zeros(n, np.uint32)
+            covered_tri = np.zeros(n, np.uint32) if per_triangle else None
     finally:
         g.glClipControl(GL_LOWER_LEFT, GL_NEGATIVE_ONE_TO_ONE)
         ctx.disable(mgl.DEPTH_TEST)

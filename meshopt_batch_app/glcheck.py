@@ -113,7 +113,7 @@ def check_frame_against_gl(frame, model_result=None, tiles=None, *, frame_index=
         tiles = bin_triangles(frame)
     if model_result is None:
         model_result = render_frame(frame, tiles, depth_func=depth_func)
-    gl = render_counts(frame, depth_func=depth_func)
+    gl = render_counts(frame, depth_func=depth_func, per_triangle=False)
     cov_diff = model_result.covered.astype(np.int64) != gl.covered.astype(np.int64)
     sh_diff = model_result.shaded.astype(np.int64) != gl.shaded.astype(np.int64)
     geo = (model_result.covered > 0) | (gl.covered > 0)

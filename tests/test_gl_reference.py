@@ -142,6 +142,12 @@ def test_gl_image_renderer_runs():
     assert counts.covered_per_tri.sum() == counts.covered.sum()
     per_draw = counts.shaded_per_draw()
     assert per_draw.sum() == counts.shaded.sum() and len(per_draw) == f.draw.max() + 1
+    pixels = render_counts(f, per_triangle=False)
+    for name in ("shaded", "covered", "depth"):
+        assert np.array_equal(getattr(pixels, name), getattr(counts, name)), name
+    assert pixels.shaded_per_tri is None and pixels.covered_per_tri is None
+    with pytest.raises(ValueError, match="per_triangle"):
+        pixels.shaded_per_draw()
 
 
 def _shipped_scenes():
