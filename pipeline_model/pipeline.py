@@ -127,10 +127,12 @@ class FrameContext:
             self.shared["setup"] = raster.setup_triangles(self.frame)
         kw.setdefault("setup", self.shared["setup"])
         # the first render with the same options but for the per-tile inputs lends its tiles
-        # (RE's and DSR's renders take the baseline's or EVR's tiles they draw alike)
+        # (RE's and DSR's renders take the baseline's or EVR's tiles they draw alike, VRO+RE's
+        # take VRO's); a DR render given its depth pass by the baseline neither lends nor takes
+        self._dr_depth_from_baseline(kw)
         first_by_options = self.shared.setdefault("first_by_options", {})
         options_key = None
-        if not kw.get("record_occlusion") and "reuse" not in kw:
+        if "reuse" not in kw and "hsr_depth" not in kw:
             options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS})
             if options_key in first_by_options:
                 kw["reuse"] = first_by_options[options_key]
@@ -143,6 +145,17 @@ class FrameContext:
         if options_key is not None:
             first_by_options.setdefault(options_key, result)
         return result
+
+    def _dr_depth_from_baseline(self, kw):
+        """A DR render (``hsr_pass`` alone) is given its depth-only pass from this frame's
+        baseline render when :func:`~pipeline_model.raster.hsr_depth_from` shows they are the
+        same (``hsr_depth``): only its shading pass is drawn."""
+        if not kw.get("hsr_pass") or not set(kw) <= _HSR_ARGUMENTS or "baseline" not in self.shared:
+            return
+        options = {k: kw[k] for k in ("depth_func", "clear_depth") if k in kw}
+        depth = raster.hsr_depth_from(self.shared["baseline"], self.frame, self.tiles, **options)
+        if depth is not None:
+            kw["hsr_depth"] = depth
 
     def _oracle_from_dr(self, kw, earlier):
         """An oracle render (depth prefill alone) taken from this frame's DR render, when
@@ -166,6 +179,9 @@ class FrameContext:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
 
+
+#: Arguments of a DR render that may take its depth-only pass from the baseline's.
+_HSR_ARGUMENTS = frozenset({"hsr_pass", "setup", "depth_func", "clear_colour", "clear_depth"})
 
 #: Arguments of a render :func:`~pipeline_model.raster.oracle_from_hsr` may answer.
 _ORACLE_ARGUMENTS = frozenset({"depth_prefill", "setup", "depth_func", "clear_colour", "clear_depth"})

@@ -7,7 +7,7 @@ Signature (as in .notes/PIPELINE.md, with additive keyword arguments marked *)::
                  previous_colour=None, previous_depth=None*, depth_func="less"*,
                  clear_colour=(0, 0, 0)*, clear_depth=1.0*, record_writer=False*,
                  tie_break="none"*, parallel=None*, setup=None*, reuse=None*,
-                 owe_colours=True*) -> RasterResult
+                 owe_colours=True*, hsr_depth=None*) -> RasterResult
 
 ``RasterResult``: ``colour`` uint8 (H, W, 3), ``depth`` float32 (H, W), ``shaded`` / ``covered``
 int32 (H, W) per-pixel fragment counts, ``tile_counters`` int64 (n_tiles, len(COUNTER_NAMES))
@@ -45,6 +45,11 @@ Options:
   shades, of those triangles, only the fragment that wrote the final depth of its pixel (depth
   EQUAL plus the owner identity, which keeps near-ties identical to the baseline); other draws
   are tested normally against that depth. Fragments are counted as rasterized once.
+* ``hsr_depth`` (with ``hsr_pass``, a strict depth test, no tie-break and no records): the
+  depth-only pass's result given, float32 (H, W), e.g. :func:`hsr_depth_from` a baseline
+  render; only the shading pass is drawn, with the WOZ opaque draws' fragments passed as under
+  ``depth_prefill`` (the first fragment at the pixel's depth: the pass's owner) and counted as
+  ``hsr_fragments``. Every output equals the full DR render's.
 * ``record_occlusion`` (VRO): for every depth comparison between an incoming fragment and a
   stored depth written by a *different* object, the relation (occluder, occluded) is recorded:
   (stored, incoming) when the incoming fragment fails, (incoming, stored) when it passes. The
@@ -55,7 +60,9 @@ Options:
   objects) tables, numbering first relations in its own tile order; the chunks are merged in
   row order (:func:`~pipeline_model.raster_occlusion.merge_chunks`), so the result is
   bit-identical to a serial pass. Fewer chunks (down to one, i.e. serial) when the tables would
-  exceed ``raster_occlusion.OCC_TABLE_BYTES``.
+  exceed ``raster_occlusion.OCC_TABLE_BYTES``. ``occlusion_log`` keeps the first sightings tile
+  by tile (:func:`~pipeline_model.raster_occlusion.read_log`; None if a chunk's log filled up),
+  so that another render of the frame can take tiles from this one (``reuse``).
 * ``record_prim_visibility`` (EVR): per entry of the rendered lists (aligned with
   ``result.vis_tri`` / ``result.vis_offsets``): ``prim_visible`` (any fragment passed the depth
   test), ``prim_zmin`` / ``prim_zmax`` over the entry's rasterized fragments (inf / -inf when it
@@ -80,9 +87,12 @@ Options:
   :mod:`pipeline_model.raster_kernel`); every output is the same bits without it, which
   shades each fragment when it passes (the reference the tests compare against).
 * ``reuse``: an earlier result of this frame rendered with the same options except ``order``,
-  ``skip``, ``rate`` and the previous buffers (checked; ``ValueError`` otherwise, and always
-  with ``record_occlusion``). Every tile both renders draw, at the same rate and from the same
-  list, is copied from it instead of drawn (:mod:`pipeline_model.raster_reuse`); the result is
+  ``skip``, ``rate`` and the previous buffers (checked; ``ValueError`` otherwise, and with
+  ``record_occlusion`` when the earlier result has no ``occlusion_log``). Every tile both
+  renders draw, at the same rate and from the same list, is copied from it instead of drawn
+  (:mod:`pipeline_model.raster_reuse`); under ``record_occlusion`` the two renders' logs are
+  joined in tile order and replayed (:func:`~pipeline_model.raster_occlusion.join_logs`), so the
+  record is the one a full render makes (VRO with RE takes VRO's tiles). The result is
   bit-identical to a full render. ``result.extra["tiles_reused"]`` counts them.
 
 DR and oracle give images identical to the baseline as long as blended draws do not write depth
@@ -93,12 +103,14 @@ Under that same condition the oracle's render *is* DR's shading pass: with a str
 fragment at that depth, which is the fragment the oracle lets through; the draws outside the
 pass test against the same depths in both. So :func:`oracle_from_hsr` gives the oracle's result
 from a DR render of the same frame (every array equal; ``hsr_fragments`` is 0) instead of
-drawing the frame again, and refuses (``None``) whenever a condition does not hold.
+drawing the frame again, and refuses (``None``) whenever a condition does not hold.  The other
+way round, the baseline's final depth *is* what DR's depth-only pass leaves, so DR draws only its
+shading pass when :func:`hsr_depth_from` gives it that depth (``hsr_depth``).
 
 Modules: this one holds the public API (:func:`render_frame`, :class:`RasterResult`);
 :mod:`.raster_setup` the per-triangle set-up and the single-pixel queries :func:`covers` /
 :func:`depth_at`; :mod:`.raster_kernel` the compiled per-tile renderer; :mod:`.raster_occlusion`
-the merge of VRO's per-chunk occlusion records.
+the merge of VRO's per-chunk occlusion records and of their per-tile logs.
 """
 
 from __future__ import annotations
@@ -122,12 +134,20 @@ from .raster_kernel import (
     render_tiles_parallel,
     render_tiles_serial,
 )
-from .raster_occlusion import first_seen_pairs, merge_chunks, occlusion_chunks
+from .raster_occlusion import (
+    first_seen_pairs,
+    join_logs,
+    log_capacity,
+    merge_chunks,
+    occlusion_chunks,
+    read_log,
+    tables_from_log,
+)
 from .raster_reuse import copy_tiles, reusable_tiles
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
-__all__ = ["RasterResult", "render_frame", "oracle_from_hsr", "setup_triangles", "TriangleSetup",
-           "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
+__all__ = ["RasterResult", "render_frame", "oracle_from_hsr", "hsr_depth_from", "setup_triangles",
+           "TriangleSetup", "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
@@ -149,6 +169,8 @@ class RasterResult:
     occlusion_pairs: np.ndarray | None = None      # int32 (K, 2) (occluder, occluded) object ids
     occlusion_counts: np.ndarray | None = None     # int64 (K,)
     occlusion_conflicts: np.ndarray | None = None  # int64 (K,)
+    # (tiles, pairs, counts): first sightings per tile in tile order (raster_occlusion.read_log)
+    occlusion_log: tuple | None = None
     vis_offsets: np.ndarray | None = None  # int64 (n_tiles + 1,): CSR of the rendered lists
     vis_tri: np.ndarray | None = None      # int32 (M,): triangle of each entry
     prim_visible: np.ndarray | None = None  # bool (M,)
@@ -190,8 +212,8 @@ def _tiles_from(ref: RasterResult, frame, grid, options, prefill, skip, rate, of
     """The tiles of this render that ``ref`` (an earlier render of the same frame with the same
     options) drew identically (:func:`~pipeline_model.raster_reuse.reusable_tiles`)."""
     ri = ref.inputs
-    if record_occlusion:
-        raise ValueError("reuse: the occlusion record numbers relations across tiles; "
+    if record_occlusion and ref.occlusion_log is None:
+        raise ValueError("reuse: the reference has no log of its occlusion records per tile; "
                          "render it in full")
     if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != grid:
         raise ValueError("reuse: the reference is not a render of this frame and tile grid")
@@ -227,7 +249,8 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
                  clear_depth: float = 1.0, record_writer: bool = False,
                  tie_break: str = "none", parallel: bool | None = None,
                  setup: TriangleSetup | None = None,
-                 reuse: RasterResult | None = None, owe_colours: bool = True) -> RasterResult:
+                 reuse: RasterResult | None = None, owe_colours: bool = True,
+                 hsr_depth=None) -> RasterResult:
     """Render one frame tile by tile (see the module docstring for every option)."""
     W, H, T = frame.width, frame.height, tiles.tile
     if (tiles.width, tiles.height) != (W, H):
@@ -241,6 +264,12 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         raise ValueError('tie_break must be "none" or "program"')
     if hsr_pass and depth_prefill is not None:
         raise ValueError("hsr_pass and depth_prefill are two different techniques; pick one")
+    if hsr_depth is not None:
+        if not hsr_pass or depth_func not in ("less", "greater") or tie_break != "none":
+            raise ValueError("hsr_depth is DR's (hsr_pass) depth-only pass under a strict depth test "
+                             "(less or greater) without tie-break")
+        if record_occlusion or record_prim_visibility or record_writer:
+            raise ValueError("hsr_depth takes no records")
     s = setup if setup is not None else setup_triangles(frame)
 
     skip_a = np.zeros(n_tiles, np.bool_) if skip is None else np.ascontiguousarray(skip, np.bool_)
@@ -249,11 +278,12 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         raise ValueError("skip and rate need one value per tile")
     if rate_a.size and (rate_a.min() < 0 or (1 << int(rate_a.max())) > T):
         raise ValueError("rate values must be in 0..log2(tile)")
-    use_prefill = depth_prefill is not None
-    prefill = (np.ascontiguousarray(depth_prefill, np.float32) if use_prefill
-               else np.zeros((1, 1), np.float32))
+    prefill_hsr = hsr_depth is not None
+    given = hsr_depth if prefill_hsr else depth_prefill
+    use_prefill = given is not None
+    prefill = np.ascontiguousarray(given, np.float32) if use_prefill else np.zeros((1, 1), np.float32)
     if use_prefill and prefill.shape != (H, W):
-        raise ValueError("depth_prefill must be (H, W)")
+        raise ValueError(f"{'hsr_depth' if prefill_hsr else 'depth_prefill'} must be (H, W)")
     use_pc = previous_colour is not None
     prev_c = np.ascontiguousarray(previous_colour, np.uint8) if use_pc else np.zeros((1, 1, 3), np.uint8)
     use_pd = previous_depth is not None
@@ -289,11 +319,16 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         occ_first = np.zeros((n_chunks, n_obj, n_obj), np.int64)
         occ_count = np.zeros((n_chunks, n_obj, n_obj), np.int64)
         row_order = np.arange(tiles_y, dtype=np.int32)
+        occ_log = np.empty((n_chunks, log_capacity(tiles_x, tiles_y, n_chunks), 3), np.int32)
+        occ_log_count = np.empty((n_chunks, occ_log.shape[1]), np.int64)
     else:
         n_chunks = tiles_y  # one tile row per prange iteration
         occ_first = np.zeros((1, 1, 1), np.int64)
         occ_count = np.zeros((1, 1, 1), np.int64)
         row_order = _interleaved_rows(tiles_y, numba.get_num_threads() if parallel else 1)
+        occ_log = np.zeros((1, 0, 3), np.int32)
+        occ_log_count = np.zeros((1, 0), np.int64)
+    occ_log_n = np.zeros(max(n_chunks, 1), np.int64)
     seq = np.zeros(max(n_chunks, 1), np.int64)
     m = tri.shape[0]
     if record_prim_visibility:
@@ -317,8 +352,9 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     kernel = render_tiles_parallel if parallel else render_tiles_serial
     kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
             dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
-            off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass),
-            bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
+            off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass) and not prefill_hsr,
+            prefill_hsr, bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
+            bool(record_occlusion), occ_log, occ_log_count, occ_log_n,
             bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
             tie_break == "program", bool(owe_colours), use_pc, prev_c, use_pd, prev_d,
             DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
@@ -342,7 +378,20 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     if reused is not None:
         res.extra["tiles_reused"] = int(reused.sum())
     if record_occlusion:
-        first, count = merge_chunks(occ_first, occ_count, seq)
+        res.occlusion_log = read_log(occ_log, occ_log_count, occ_log_n)
+        if reused is not None and reused.any():
+            if res.occlusion_log is None:   # this render's own log filled up: draw every tile
+                return render_frame(frame, tiles, order=order, skip=skip, rate=rate, depth_prefill=depth_prefill,
+                                    hsr_pass=hsr_pass, record_occlusion=True,
+                                    record_prim_visibility=record_prim_visibility,
+                                    previous_colour=previous_colour, previous_depth=previous_depth,
+                                    depth_func=depth_func, clear_colour=clear_colour, clear_depth=clear_depth,
+                                    record_writer=record_writer, tie_break=tie_break, parallel=parallel,
+                                    setup=s, owe_colours=owe_colours, hsr_depth=hsr_depth)
+            res.occlusion_log = join_logs(res.occlusion_log, reuse.occlusion_log, reused)
+            first, count = tables_from_log(res.occlusion_log, n_obj)
+        else:
+            first, count = merge_chunks(occ_first, occ_count, seq)
         res.occlusion_pairs, res.occlusion_counts, res.occlusion_conflicts = first_seen_pairs(
             first, count, obj_ids)
     if record_writer:
@@ -354,6 +403,35 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
         res.prim_zmin = zmin
         res.prim_zmax = zmax
     return res
+
+
+def hsr_depth_from(baseline: RasterResult, frame: FrameGeometry, tiles: TileLists, *,
+                   depth_func: str = "less", clear_depth: float = 1.0) -> np.ndarray | None:
+    """What DR's depth-only pass of ``frame`` leaves (``render_frame(hsr_depth=...)``), taken
+    from ``baseline``, a render of the same frame in program order; ``None`` when it cannot be.
+
+    It can when no draw both blends and writes depth (then the depth writes of the baseline are
+    those of the pass: its WOZ opaque draws, in the same order), under a strict depth test (less
+    or greater: the pass's owner of a pixel is the first fragment at its final depth, the one
+    the prefill lets through), and when ``baseline`` drew ``tiles`` in their order, every tile at
+    full rate, none skipped, with no prefill, no DR pass, no tie-break and this depth function
+    and clear depth.
+    """
+    ri = baseline.inputs
+    if ri is None or ri["frame"]() is not frame or (baseline.tile, baseline.tiles_x, baseline.tiles_y) != (
+            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+        return None
+    func, depth_clear, _colour, tie_break, hsr_pass, _writer, _vis = ri["options"]
+    if (depth_func not in ("less", "greater") or DEPTH_FUNCS[depth_func] != func
+            or depth_clear != float(np.float32(clear_depth)) or tie_break != "none" or hsr_pass
+            or ri["prefill"] is not None or ri["skip"].any() or ri["rate"].any()):
+        return None
+    if not ((ri["offsets"] is tiles.offsets and ri["tri"] is tiles.tri)
+            or (np.array_equal(ri["offsets"], tiles.offsets) and np.array_equal(ri["tri"], tiles.tri))):
+        return None
+    if np.any(frame.depth_test & frame.depth_write & frame.blend):
+        return None
+    return baseline.depth
 
 
 def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,

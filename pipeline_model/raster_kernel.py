@@ -28,8 +28,8 @@ plane).  Per fragment:
   it saves.  City-unordered shades 3.4 fragments per shaded pixel; statues 1.1.
 
 The full-rate, plain-depth-test case has its own specialised loop (the common case), and so
-have DR's two passes at full rate; the general loop handles superfragments (DSR's rates), the
-oracle's prefill and the passes with records.  Array accesses in these loops use unsigned
+have DR's two passes and the prefill's draws at full rate; the general loop handles
+superfragments (DSR's rates) and the passes with records.  Array accesses in these loops use unsigned
 indices (``np.uint64``): numba wraps a signed index for Python's negative indexing, a compare
 and select on every access that LLVM cannot drop when the index is not a plain ``range``
 from zero (about 10 % of a render on one thread).
@@ -155,9 +155,15 @@ def _fragment_colour(const_colour, kind, colp, jj,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
+def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed,
+                      log_occ, occ_slot, occ_log, occ_log_count, occ_log_n, tile_start, ti):
     """VRO's record of one early-depth comparison between two objects (self-occlusion and the
-    cleared background ignored): (occluder, occluded) pair counted, its first sighting numbered."""
+    cleared background ignored): (occluder, occluded) pair counted, its first sighting numbered.
+
+    With ``log_occ`` the chunk's log also gets the pair: an entry ``(tile, occluder, occluded)``
+    at its first sighting in tile ``ti`` (``occ_slot`` holds each pair's latest entry; entries
+    from ``tile_start`` on are this tile's), and the entry's count.  A full log is marked
+    ``len + 1`` and is not read."""
     if other >= 0 and other != obj:
         if passed:
             oa = obj
@@ -169,6 +175,21 @@ def _record_occlusion(occ_first, occ_count, seq, oc, obj, other, passed):
             seq[oc] += 1
             occ_first[oc, oa, ob] = seq[oc]
         occ_count[oc, oa, ob] += 1
+        if log_occ:
+            k = occ_slot[oa, ob]
+            if k >= tile_start:
+                occ_log_count[oc, k] += 1
+            else:
+                n = occ_log_n[oc]
+                if n < occ_log.shape[1]:
+                    occ_log[oc, n, 0] = ti
+                    occ_log[oc, n, 1] = oa
+                    occ_log[oc, n, 2] = ob
+                    occ_log_count[oc, n] = 1
+                    occ_slot[oa, ob] = n
+                    occ_log_n[oc] = n + 1
+                else:
+                    occ_log_n[oc] = occ_log.shape[1] + 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -264,8 +285,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                  rec, rec64, recf,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
                  offsets, tri, row_order,
-                 skip, rate, use_prefill, prefill, hsr,
+                 skip, rate, use_prefill, prefill, hsr, prefill_hsr,
                  rec_occ, occ_first, occ_count, seq, n_chunks,
+                 log_occ, occ_log, occ_log_count, occ_log_n,
                  rec_vis, vis, zmin, zmax, rec_writer, writer, tie_prog, owe,
                  use_prev_c, prev_c, use_prev_d, prev_d,
                  depth_func, clear_depth, clear_col,
@@ -279,7 +301,9 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     and parameters, dense object index; the per-tile lists (CSR) and the
     sequence in which tile rows are split into chunks; the technique inputs (``skip`` as int8
     per tile: 0 drawn, 1 skipped, 2 left alone for a copy from another render; rate, depth
-    prefill, DR pass); the records (occlusion tables per chunk, per-entry
+    prefill, DR pass, and whether the prefill is DR's depth-only pass, whose fragments the
+    prefill's draws then count as ``hsr_fragments``); the records (occlusion tables per chunk and,
+    with ``log_occ``, each chunk's log of first sightings per tile, per-entry
     visibility and depth range, writer entry, program-order tie-break); whether colours may be
     owed; the previous frame's
     buffers; the depth function code and clear values; the outputs, filled in place.
@@ -295,6 +319,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
     # afterwards.
     for ch in numba.prange(n_chunks):
         oc = np.int64(ch)  # chunk index (occlusion tables are indexed only under rec_occ)
+        n_slot = occ_first.shape[1] if log_occ else 1
+        occ_slot = np.full((n_slot, n_slot), -1, np.int64)
         r0 = oc * tiles_y // n_chunks
         r1 = (oc + 1) * tiles_y // n_chunks
         tdepth = np.empty((T, T), np.float32)
@@ -335,6 +361,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 continue
             x0u = np.uint64(x0t)
             y0u = np.uint64(y0t)
+            tile_start = occ_log_n[oc] if log_occ else 0
             k = rate[ti]
             b = 1 << k
             for yy in range(th):
@@ -420,6 +447,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 # DR's two passes at full rate without records or tie-break
                 hsr_plain = ((mode == 1 or mode == 2) and b == 1 and not rec_vis and not rec_occ
                              and not tie_prog)
+                # the prefill's WOZ opaque draws (oracle, DR given its depth pass) likewise
+                prefill_plain = mode == 3 and b == 1 and not rec_vis and not rec_occ and not tie_prog
                 # sample index ranges (y-down fixed point: sample at 128*(2*bx0 + b))
                 nbx = (tw + b - 1) // b
                 nby = (th + b - 1) // b
@@ -578,7 +607,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     twtri[ty_, tx_] = t
                                 if rec_occ:
                                     _record_occlusion(occ_first, occ_count, seq, oc, obj,
-                                                      tobj[ty_, tx_], passed)
+                                                      tobj[ty_, tx_], passed, log_occ, occ_slot, occ_log,
+                                                      occ_log_count, occ_log_n, tile_start, ti)
                                     if passed and dwrite:
                                         tobj[ty_, tx_] = obj
                                 if not passed:
@@ -629,6 +659,30 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                                            u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
                                 shaded_pp[gy, x0u + tx_] += 1
                                 _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
+                        continue
+                    if prefill_plain:
+                        # the general loop's mode 3 specialised to one sample per pixel
+                        ty_ = np.uint64(by0)
+                        gy = y0u + ty_
+                        for jj in range(lo, hi + 1):
+                            bx0 = j0 + jj
+                            tx_ = np.uint64(bx0)
+                            fx = np.float32(x0t + bx0)
+                            z = _plane_depth(dzdx, dzdy, z0, fx, fy)
+                            covered_pp[gy, x0u + tx_] += 1
+                            if (z != tdepth[ty_, tx_] or not _cmp(depth_func, z, clear_depth)
+                                    or tclaim[ty_, tx_]):
+                                n_kill += 1
+                                continue
+                            if depth_func == 1 or depth_func == 4:
+                                tclaim[ty_, tx_] = True
+                            n_shade += 1
+                            r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
+                                                       e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
+                                                       u0, u1, u2, v0, v1, v2, sh0, sh1, sh2)
+                            shaded_pp[gy, x0u + tx_] += 1
+                            _put_colour(tcol, twriter, ty_, tx_, r, g, bb, blend, alpha, beta, en)
+                        n_rast += hi + 1 - lo
                         continue
                     for jj in range(lo, hi + 1):
                         j = j0 + jj
@@ -695,7 +749,8 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         if rec_occ:
                             if compared:
                                 _record_occlusion(occ_first, occ_count, seq, oc, obj,
-                                                  tobj[ty_, tx_], passed)
+                                                  tobj[ty_, tx_], passed, log_occ, occ_slot, occ_log,
+                                                  occ_log_count, occ_log_n, tile_start, ti)
                             # object of the last depth writer (mode 3 draws are WOZ: the claim stands for it)
                             if passed and (mode == 1 or mode == 3 or (mode == 0 and dwrite)):
                                 for yy in range(ty_, np.uint64(py1)):
@@ -721,7 +776,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     shaded_pp[y0u + yy, x0u + xx] += 1
                                     _put_colour(tcol, twriter, yy, xx, r, g, bb, blend, alpha, beta, en)
                 n_rast_t += n_rast
-                if mode == 1:
+                if mode == 1 or (mode == 3 and prefill_hsr):
                     n_hsr_t += n_rast
                 n_kill_t += n_kill
                 n_shade_t += n_shade

@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 
 from pipeline_model import pipeline, raster
+from pipeline_model import raster_occlusion as occlusion
 from pipeline_model.binning import bin_triangles
 from pipeline_model.frame import FrameGeometry
 from pipeline_model.raster import render_frame
 
 FIELDS = ("colour", "depth", "shaded", "covered", "tile_counters", "shader_cycles", "writer_entry",
-          "prim_visible", "prim_zmin", "prim_zmax", "vis_offsets", "vis_tri")
+          "prim_visible", "prim_zmin", "prim_zmax", "vis_offsets", "vis_tri", "occlusion_pairs",
+          "occlusion_counts", "occlusion_conflicts")
 
 
 def _frame(seed=0, w=160, h=96, n=500):
@@ -34,6 +36,10 @@ def _assert_same(a, b):
         assert (x is None) == (y is None), name
         if x is not None:
             assert np.array_equal(x, y), name
+    assert (a.occlusion_log is None) == (b.occlusion_log is None)
+    if a.occlusion_log is not None:
+        for x, y in zip(a.occlusion_log, b.occlusion_log, strict=True):
+            assert np.array_equal(x, y), "occlusion_log"
 
 
 def _reversed_every_other_tile(tiles):
@@ -45,7 +51,9 @@ def _reversed_every_other_tile(tiles):
 
 @pytest.mark.parametrize("options", [{}, {"depth_func": "lequal"},
                                      {"record_writer": True, "record_prim_visibility": True,
-                                      "tie_break": "program"}])
+                                      "tie_break": "program"},
+                                     {"record_occlusion": True, "tie_break": "program"},
+                                     {"record_occlusion": True, "parallel": False}])
 def test_reuse_is_bit_identical_to_a_full_render(options):
     f = _frame()
     tiles = bin_triangles(f)
@@ -92,7 +100,7 @@ def test_reuse_refused_where_tiles_would_differ():
 def test_simulate_counts_and_images_unchanged_by_tile_reuse(monkeypatch):
     """The frame loop lends tiles between its techniques' renders: the same rows and images as
     with every render drawn in full."""
-    techniques = ["baseline", "re", "dsr", "evr", "evr+re", "evr+dsr", "vro+re"]
+    techniques = ["baseline", "re", "dsr", "evr", "evr+re", "evr+dsr", "vro", "vro+re"]
     full_render = raster.render_frame
     lent = []
 
@@ -187,3 +195,113 @@ def test_simulate_oracle_rows_unchanged_by_taking_it_from_dr(monkeypatch):
     assert [r for r in both.rows if r["technique"] == "oracle"] == alone.rows
     for a, b in zip(both.images["oracle"], alone.images["oracle"], strict=True):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dr_given_its_depth_pass_from_the_baseline_is_the_dr_render(seed):
+    f = _frame(seed)
+    tiles = bin_triangles(f)
+    for options in ({}, {"depth_func": "greater", "clear_depth": 0.0}):
+        base, dr, oracle = _dr_and_oracle(f, tiles, **options)
+        depth = raster.hsr_depth_from(base, f, tiles, **options)
+        assert depth is not None
+        for parallel in (False, True):
+            given = render_frame(f, tiles, hsr_pass=True, hsr_depth=depth, parallel=parallel, **options)
+            _assert_same(given, dr)
+        assert dr.counter("hsr_fragments").sum() > 0
+        # the oracle is still taken from it
+        _assert_same(raster.oracle_from_hsr(given, f, tiles, base.depth, **options), oracle)
+
+
+def test_dr_depth_pass_not_taken_from_the_baseline_where_they_could_differ():
+    f = _frame(5)
+    tiles = bin_triangles(f)
+    base = render_frame(f, tiles)
+    assert raster.hsr_depth_from(base, f, tiles, depth_func="greater") is None
+    assert raster.hsr_depth_from(base, f, tiles, clear_depth=0.5) is None
+    for other in ({"rate": np.ones(tiles.n_tiles, np.int8)}, {"tie_break": "program"}, {"hsr_pass": True},
+                  {"order": _reversed_every_other_tile(tiles)}, {"depth_prefill": base.depth},
+                  {"skip": np.arange(tiles.n_tiles) % 2 == 0}):
+        assert raster.hsr_depth_from(render_frame(f, tiles, **other), f, tiles) is None, other
+    lequal = render_frame(f, tiles, depth_func="lequal")
+    assert raster.hsr_depth_from(lequal, f, tiles, depth_func="lequal") is None
+    assert raster.hsr_depth_from(base, f, bin_triangles(f, 32)) is None
+    for wrong in ({"depth_func": "lequal"}, {"tie_break": "program"}, {"record_writer": True}, {}):
+        with pytest.raises(ValueError):
+            render_frame(f, tiles, hsr_pass=bool(wrong), hsr_depth=base.depth, **wrong)
+    # a blended draw that writes depth is outside DR's pass but changes the final depth
+    rng = np.random.default_rng(5)
+    n, nd = 500, 14
+    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    g = FrameGeometry.from_screen_triangles(
+        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
+        width=160, height=96, blend=np.arange(nd) >= 11, depth_write=np.arange(nd) < 12,
+        alpha=0.6, object_id=np.arange(nd) // 2)
+    g_tiles = bin_triangles(g)
+    assert raster.hsr_depth_from(render_frame(g, g_tiles), g, g_tiles) is None
+
+
+def test_simulate_dr_rows_unchanged_by_taking_its_depth_pass_from_the_baseline(monkeypatch):
+    drawn = []
+    full_render = raster.render_frame
+
+    def counting(frame, tiles, **kw):
+        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    after = pipeline.simulate("city-unordered", ["baseline", "dr"], frames=2, width=240, height=160,
+                              keep_images=True, progress=False)
+    assert drawn == [[], ["hsr_depth", "hsr_pass"]] * 2
+    before = pipeline.simulate("city-unordered", ["dr", "baseline"], frames=2, width=240, height=160,
+                               keep_images=True, progress=False)
+    assert drawn[4:] == [["hsr_pass"], []] * 2
+    rows = [r for r in before.rows if r["technique"] == "dr"]
+    assert rows and [r for r in after.rows if r["technique"] == "dr"] == rows
+    for a, b in zip(after.images["dr"], before.images["dr"], strict=True):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_occlusion_log_replayed_is_the_record(seed):
+    """Each chunk's log of first sightings per tile, replayed in tile order, numbers and counts
+    the relations as the per-chunk tables merged do, serial or on threads; over a subset of the
+    tiles, as a render of those tiles alone records them."""
+    f = _frame(seed)
+    tiles = bin_triangles(f, 16)
+    n_obj = len(np.unique(f.object_id))
+    obj_ids = np.unique(f.object_id)
+    for parallel in (False, True):
+        res = render_frame(f, tiles, record_occlusion=True, parallel=parallel)
+        assert res.occlusion_log is not None and len(res.occlusion_log[0]) > 0
+        assert np.all(np.diff(res.occlusion_log[0]) >= 0)
+        first, count = occlusion.tables_from_log(res.occlusion_log, n_obj)
+        pairs, counts, conflicts = occlusion.first_seen_pairs(first, count, obj_ids)
+        assert np.array_equal(pairs, res.occlusion_pairs)
+        assert np.array_equal(counts, res.occlusion_counts)
+        assert np.array_equal(conflicts, res.occlusion_conflicts)
+    skip = np.random.default_rng(seed).random(tiles.n_tiles) < 0.4
+    part = render_frame(f, tiles, record_occlusion=True, skip=skip)
+    nothing = (np.zeros(0, np.int32), np.zeros((0, 2), np.int32), np.zeros(0, np.int64))
+    joined = occlusion.join_logs(nothing, res.occlusion_log, ~skip)
+    first, count = occlusion.tables_from_log(joined, n_obj)
+    assert np.array_equal(occlusion.first_seen_pairs(first, count, obj_ids)[0], part.occlusion_pairs)
+
+
+def test_a_full_occlusion_log_is_not_read_and_its_render_lends_no_tiles(monkeypatch):
+    f = _frame(2)
+    tiles = bin_triangles(f)
+    order = _reversed_every_other_tile(tiles)
+    ref = render_frame(f, tiles, record_occlusion=True)
+    skip = np.arange(tiles.n_tiles) % 3 == 0
+    monkeypatch.setattr(raster, "log_capacity", lambda *grid: 2)
+    full = render_frame(f, tiles, record_occlusion=True, order=order, skip=skip)
+    small = render_frame(f, tiles, record_occlusion=True)
+    assert small.occlusion_log is None and np.array_equal(small.occlusion_pairs, ref.occlusion_pairs)
+    with pytest.raises(ValueError, match="occlusion"):
+        render_frame(f, tiles, record_occlusion=True, order=order, skip=skip, reuse=small)
+    # this render's own log (of the tiles in another order) fills up: it draws every tile instead
+    taken = render_frame(f, tiles, record_occlusion=True, order=order, skip=skip, reuse=ref)
+    assert "tiles_reused" not in taken.extra
+    _assert_same(taken, full)
