@@ -28,8 +28,9 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,compare]'
-	# the numba kernels the commands use, compiled into meshopt_batch/_kernels (minutes, once)
-	$(PY) -m meshopt_batch_app.warm_kernels
+	# the numba kernels the commands use, compiled into meshopt_batch/_kernels (minutes, once) for
+	# this machine's CPU: this tree runs where it was set up (a wheel's build compiles for any CPU)
+	$(PY) -m meshopt_batch_app.warm_kernels --host
 	touch $(STAMP)
 
 $(NPM_STAMP):
