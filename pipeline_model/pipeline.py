@@ -118,8 +118,8 @@ class FrameContext:
     def _render(self, **kw):
         kw.setdefault("clear_colour", self.clear)
         # techniques often ask for the same render (a compound technique's first frame is its
-        # part's): renders are kept per frame by the content of their arguments
-        key = _render_key(kw)
+        # part's): renders are kept per frame by the content of the arguments they read
+        key = _render_key(_read_arguments(kw, self.tiles.tile), self.shared.setdefault("digests", {}))
         renders = self.shared.setdefault("renders", {})
         if key in renders:
             return renders[key]
@@ -190,19 +190,52 @@ _ORACLE_ARGUMENTS = frozenset({"depth_prefill", "setup", "depth_func", "clear_co
 _PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previous_depth"})
 
 
-def _render_key(value):
+def _render_key(value, digests=None):
     """A hashable digest of render arguments: arrays and tile lists by content, the rest by
-    value (the triangle set-up, a function of the frame, is left out)."""
+    value (the triangle set-up, a function of the frame, is left out).  ``digests`` keeps each
+    array's digest by identity (with the array, so that no other takes its id) for the frame."""
     if isinstance(value, dict):
-        return tuple((k, _render_key(v)) for k, v in sorted(value.items()) if k != "setup")
+        return tuple((k, _render_key(v, digests)) for k, v in sorted(value.items()) if k != "setup")
     if isinstance(value, np.ndarray):
+        known = digests.get(id(value)) if digests is not None else None
+        if known is not None and known[0] is value:
+            return known[1]
         a = np.ascontiguousarray(value)
-        return ("array", a.dtype.str, a.shape, hashlib.sha1(a.data).digest())
+        key = ("array", a.dtype.str, a.shape, hashlib.sha1(a.data).digest())
+        if digests is not None:
+            digests[id(value)] = (value, key)
+        return key
     if isinstance(value, binning.TileLists):
-        return ("tiles", value.tile, _render_key(value.offsets), _render_key(value.tri))
+        return ("tiles", value.tile, _render_key(value.offsets, digests), _render_key(value.tri, digests))
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(_render_key(v) for v in value)
+        return (type(value).__name__,) + tuple(_render_key(v, digests) for v in value)
     return ("value", repr(value))
+
+
+def _read_arguments(kw, tile):
+    """The render arguments as the raster stage reads them: the previous frame's buffers only
+    in the tiles ``skip`` marks (the others are drawn or taken from another render)."""
+    previous = [k for k in ("previous_colour", "previous_depth") if kw.get(k) is not None]
+    if not previous:
+        return kw
+    skip = kw.get("skip")
+    out = {k: v for k, v in kw.items() if k not in previous}
+    if skip is None or not np.any(skip):
+        return out
+    for k in previous:
+        buffer = np.asarray(kw[k])
+        h, w = buffer.shape[:2]
+        tiles = np.asarray(skip, bool).reshape(-(-h // tile), -(-w // tile))
+        digest = hashlib.sha1(repr((buffer.dtype.str, buffer.shape)).encode())
+        for row, marked in enumerate(tiles):
+            # runs of skipped tiles along the tile row, one block of pixels each
+            edges = np.flatnonzero(np.diff(np.concatenate(([0], marked.view(np.int8), [0]))))
+            for first, end in zip(edges[::2], edges[1::2], strict=True):
+                block = buffer[row * tile:(row + 1) * tile, first * tile:end * tile]
+                digest.update(np.ascontiguousarray(block).data)
+                digest.update(b"|%d,%d" % (row, first))
+        out[k] = ("skipped tiles", digest.digest())
+    return out
 
 
 @dataclass

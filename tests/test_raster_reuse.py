@@ -305,3 +305,23 @@ def test_a_full_occlusion_log_is_not_read_and_its_render_lends_no_tiles(monkeypa
     taken = render_frame(f, tiles, record_occlusion=True, order=order, skip=skip, reuse=ref)
     assert "tiles_reused" not in taken.extra
     _assert_same(taken, full)
+
+
+def test_render_keys_read_the_previous_buffers_only_in_skipped_tiles():
+    """Renders are shared within a frame by what the raster reads: the previous frame's buffers
+    only in the skipped tiles."""
+    prev = np.zeros((20, 30, 3), np.uint8)
+    skip = np.array([True, False, False, False])            # 16-pixel tiles, 2 x 2
+
+    def key(**kw):
+        return pipeline._render_key(pipeline._read_arguments(kw, 16), {})
+
+    outside = prev.copy()
+    outside[:16, 16:] = 9                                    # the second tile, drawn
+    inside = prev.copy()
+    inside[15, 15] = 1                                       # the first tile, skipped
+    assert key(skip=skip, previous_colour=prev) == key(skip=skip, previous_colour=outside)
+    assert key(skip=skip, previous_colour=prev) != key(skip=skip, previous_colour=inside)
+    assert key(skip=skip, previous_colour=prev) != key(skip=skip)
+    assert key(skip=~skip & False, previous_colour=inside) == key(skip=~skip & False)
+    assert key(previous_colour=inside, previous_depth=np.ones((20, 30), np.float32)) == key()

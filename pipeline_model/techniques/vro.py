@@ -41,7 +41,7 @@ import numba as nb
 import numpy as np
 
 from pipeline_model.techniques import re as _re
-from pipeline_model.techniques._shared import reorder_extra
+from pipeline_model.techniques._shared import frame_cache, reorder_extra
 from pipeline_model.techniques.base import RenderRequest, Technique
 
 __all__ = [
@@ -288,7 +288,9 @@ class VRO(Technique):
         if self.graph is not None and self.graph.n_nodes:
             self.sort = kahn_sort(self.graph)
             rank = object_ranks(frame, self.sort.order)
-            tri = tile_order(tiles.offsets, tiles.tri, frame.draw, rank, free_draws(frame))
+            # VRO and VRO+RE mostly sort a frame by the same ranks: one order per frame and ranks
+            tri = frame_cache(frame, ("vro_order", tiles.tile, rank.tobytes()),
+                              lambda: tile_order(tiles.offsets, tiles.tri, frame.draw, rank, free_draws(frame)))
             req.order = (tiles.offsets, tri)
             req.extra = {**(req.extra or {}), **reorder_extra()}
         req.record_occlusion = True
