@@ -3,8 +3,9 @@
 Renders a frame's triangles through moderngl on the local OpenGL (Mesa llvmpipe on our machines
 and CI) and counts, with atomics in the fragment shader, the fragments shaded per pixel and per
 triangle under an early depth test (``layout(early_fragment_tests) in;``), plus the covered pixels
-with depth testing off.  The application compares these counts with the pipeline model's raster
-stage pixel by pixel (``meshopt-batch simulate --check-gl``, :mod:`meshopt_batch_app.glcheck`).
+with depth testing off; per pixel alone, by additive blending into a float colour buffer. The
+application compares these counts with the pipeline model's raster stage pixel by pixel
+(``meshopt-batch simulate --check-gl``, :mod:`meshopt_batch_app.glcheck`).
 
 A *frame* here is any object with the window-space arrays of the pipeline model's
 ``FrameGeometry``: ``width``, ``height``, ``n_triangles``, ``xy`` ((T, 3, 2) float64 pixels,
@@ -54,6 +55,7 @@ __all__ = [
 
 GL_DEPTH_COMPONENT32F = 0x8CAC
 GL_RGBA8 = 0x8058
+GL_R32F = 0x822E
 GL_FRAMEBUFFER = 0x8D40
 GL_RENDERBUFFER = 0x8D41
 GL_COLOR_ATTACHMENT0 = 0x8CE0
@@ -87,8 +89,16 @@ void main() {
 }
 """
 
-#: The per-triangle count of :data:`_FS_COUNT` (left out where only per-pixel counts are asked for).
+#: The per-triangle count of :data:`_FS_COUNT`.
 _PER_TRIANGLE = "atomicAdd(tri[tri_base + gl_PrimitiveID], 1u);"
+
+#: Per-pixel counts without side effects: every fragment written adds 1 to a float channel
+#: (additive blending; exact below 2^24 fragments a pixel).
+_FS_ONE = """
+#version 430
+out float count;
+void main() { count = 1.0; }
+"""
 
 _FS_PLAIN = """
 #version 430
@@ -132,8 +142,7 @@ class _GL:
         self._fbos: dict[tuple[int, int], object] = {}
         self.prog_count_early = self.ctx.program(
             vertex_shader=_VS, fragment_shader=_FS_COUNT % ("layout(early_fragment_tests) in;", _PER_TRIANGLE))
-        self.prog_count_pixels = self.ctx.program(
-            vertex_shader=_VS, fragment_shader=_FS_COUNT % ("layout(early_fragment_tests) in;", ""))
+        self.prog_count_blend = self.ctx.program(vertex_shader=_VS, fragment_shader=_FS_ONE)
         self.prog_plain = self.ctx.program(vertex_shader=_VS_PLAIN, fragment_shader=_FS_PLAIN)
 
     @classmethod
@@ -143,15 +152,16 @@ class _GL:
             cls._instance = cls()
         return cls._instance
 
-    def framebuffer(self, width: int, height: int):
-        """A cached FBO with an RGBA8 colour and a 32-bit float depth renderbuffer."""
-        key = (width, height)
+    def framebuffer(self, width: int, height: int, colour: int = GL_RGBA8):
+        """A cached FBO with a colour renderbuffer (RGBA8, or ``colour``) and a 32-bit float
+        depth renderbuffer."""
+        key = (width, height, colour)
         if key in self._fbos:
             return self._fbos[key]
         rb = (ctypes.c_uint * 2)()
         self.glGenRenderbuffers(2, rb)
         self.glBindRenderbuffer(GL_RENDERBUFFER, rb[0])
-        self.glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, width, height)
+        self.glRenderbufferStorage(GL_RENDERBUFFER, colour, width, height)
         self.glBindRenderbuffer(GL_RENDERBUFFER, rb[1])
         self.glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT32F, width, height)
         fb = ctypes.c_uint(0)
@@ -273,32 +283,39 @@ class GLCounts:
 
 def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
                   coverage: bool = True, per_triangle: bool = True) -> GLCounts:
-    """Render ``frame`` through GL in program order and count fragments with atomics.
+    """Render ``frame`` through GL in program order and count the fragments shaded.
 
     Per-draw depth state is honoured: draws with ``depth_test`` False are drawn with the depth
     test disabled, draws with ``depth_write`` False (NWOZ) test but do not write. Blending does
-    not change which fragments are shaded, so every draw is rendered opaque.  With
-    ``per_triangle=False`` only the per-pixel counts are taken (``shaded_per_tri`` and
-    ``covered_per_tri`` are None): every fragment of a triangle adds to one counter, which
-    serialises the renderer's threads on it.
+    not change which fragments are shaded, so no draw is blended as the frame says.  The counts
+    per pixel and per triangle come from atomics in a fragment shader with the early depth test
+    (``layout(early_fragment_tests) in;``).  With ``per_triangle=False`` only the per-pixel
+    counts are taken (``shaded_per_tri`` and ``covered_per_tri`` are None), by additive
+    blending of 1 per fragment into a float colour buffer, which the renderer does without the
+    atomics' cost: a fragment is blended when it passes the depth test, so the counts are the
+    same.
     """
     g = _GL.get()
     ctx, mgl = g.ctx, g.moderngl
     w, h, n = frame.width, frame.height, frame.n_triangles
     verts, vp = _ndc_vertices(frame)
-    fbo = g.framebuffer(w, h)
-    prog = g.prog_count_early if per_triangle else g.prog_count_pixels
-    prog["width"].value = w
+    fbo = g.framebuffer(w, h) if per_triangle else g.framebuffer(w, h, GL_R32F)
+    prog = g.prog_count_early if per_triangle else g.prog_count_blend
+    if per_triangle:
+        prog["width"].value = w
     vbo = ctx.buffer(verts.tobytes() if n else b"\0" * 12)
     vao = ctx.vertex_array(prog, [(vbo, "3f", "in_pos")])
-    pix = ctx.buffer(reserve=4 * w * h)
-    tri = ctx.buffer(reserve=4 * max(n, 1))
-    pix.bind_to_storage_buffer(0)
-    tri.bind_to_storage_buffer(1)
+    buffers = [vao, vbo]
+    if per_triangle:
+        pix = ctx.buffer(reserve=4 * w * h)
+        tri = ctx.buffer(reserve=4 * max(n, 1))
+        pix.bind_to_storage_buffer(0)
+        tri.bind_to_storage_buffer(1)
+        buffers += [pix, tri]
 
     def run_pass(depth_on: bool):
-        pix.clear()
         if per_triangle:
+            pix.clear()
             tri.clear()
         fbo.viewport = (vp.ox, vp.oy, vp.sx, vp.sy)
         fbo.use()
@@ -307,6 +324,9 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
         fbo.depth_mask = True
         fbo.clear(0.0, 0.0, 0.0, 0.0, depth=clear_depth, viewport=(0, 0, w, h))
         ctx.disable(mgl.BLEND | mgl.CULL_FACE)
+        if not per_triangle:
+            ctx.enable(mgl.BLEND)
+            ctx.blend_func = mgl.ONE, mgl.ONE
         ctx.depth_func = _DEPTH_FUNCS[depth_func]
         for s, e, dt, dw in (_state_runs(frame) if depth_on else [(0, n, False, False)] if n else []):
             if dt:
@@ -319,8 +339,12 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
             vao.render(mgl.TRIANGLES, vertices=3 * (e - s), first=3 * s)
         fbo.depth_mask = True
         g.glFinish()
+        if not per_triangle:
+            ctx.disable(mgl.BLEND)
+            counts = np.frombuffer(fbo.read(components=1, dtype="f4", viewport=(0, 0, w, h)), np.float32)
+            return counts.reshape(h, w)[::-1].astype(np.uint32), None
         p = np.frombuffer(pix.read(), np.uint32).reshape(h, w)[::-1].copy()
-        t = np.frombuffer(tri.read(), np.uint32)[:n].copy() if per_triangle else None
+        t = np.frombuffer(tri.read(), np.uint32)[:n].copy()
         return p, t
 
     try:
@@ -334,8 +358,8 @@ def render_counts(frame, *, depth_func: str = "less", clear_depth: float = 1.0,
             covered_tri = np.zeros(n, np.uint32) if per_triangle else None
     finally:
         g.glClipControl(GL_LOWER_LEFT, GL_NEGATIVE_ONE_TO_ONE)
-        ctx.disable(mgl.DEPTH_TEST)
-        for obj in (vao, vbo, pix, tri):
+        ctx.disable(mgl.DEPTH_TEST | mgl.BLEND)
+        for obj in buffers:
             obj.release()
     return GLCounts(shaded=shaded, covered=covered, shaded_per_tri=shaded_tri,
                     covered_per_tri=covered_tri, depth=depth, viewport_exact=vp.exact,

@@ -142,10 +142,13 @@ def test_gl_image_renderer_runs():
     assert counts.covered_per_tri.sum() == counts.covered.sum()
     per_draw = counts.shaded_per_draw()
     assert per_draw.sum() == counts.shaded.sum() and len(per_draw) == f.draw.max() + 1
-    pixels = render_counts(f, per_triangle=False)
-    for name in ("shaded", "covered", "depth"):
-        assert np.array_equal(getattr(pixels, name), getattr(counts, name)), name
-    assert pixels.shaded_per_tri is None and pixels.covered_per_tri is None
+    # per pixel alone (additive blending instead of atomics): the same counts and depth
+    for options in ({}, {"depth_func": "greater", "clear_depth": 0.0}):
+        atomics = render_counts(f, **options) if options else counts
+        pixels = render_counts(f, per_triangle=False, **options)
+        for name in ("shaded", "covered", "depth"):
+            assert np.array_equal(getattr(pixels, name), getattr(atomics, name)), name
+        assert pixels.shaded.sum() > 0 and pixels.shaded_per_tri is None and pixels.covered_per_tri is None
     with pytest.raises(ValueError, match="per_triangle"):
         pixels.shaded_per_draw()
 
