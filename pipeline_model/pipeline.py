@@ -86,7 +86,8 @@ class FrameContext:
     shared : dict                 per-frame cache shared by the techniques (baseline result...)
     """
 
-    def __init__(self, index: int, spec, frame, tiles, clear=(0.0, 0.0, 0.0)):
+    def __init__(self, index: int, spec, frame, tiles, clear=(0.0, 0.0, 0.0),
+                 baseline_records: frozenset = frozenset()):
         self.index = int(index)
         self.spec = spec
         self.frame = frame
@@ -96,6 +97,10 @@ class FrameContext:
         self.technique: str | None = None
         self.shared: dict[str, Any] = {}
         self.raster_seconds = 0.0
+        # records the baseline render also keeps, so that it can lend its tiles to the renders
+        # that ask for them (the run's earlier frames say which); those this frame asks for
+        self.baseline_records = frozenset(baseline_records)
+        self.asked_records: set[str] = set()
 
     # --------------------------------------------------------------- raster
     def render(self, request: RenderRequest | None = None, **kwargs) -> Any:
@@ -108,6 +113,8 @@ class FrameContext:
             return self.shared["baseline"]
         kw = request.raster_kwargs()
         kw.update(kwargs)
+        if request.is_default() and not kwargs:
+            kw.update(dict.fromkeys(self.baseline_records, True))
         if kw.get("skip") is not None and "previous_colour" not in kw and self.previous_colour is not None:
             kw["previous_colour"] = self.previous_colour
         result = self._render(**kw)
@@ -132,10 +139,17 @@ class FrameContext:
         self._dr_depth_from_baseline(kw)
         first_by_options = self.shared.setdefault("first_by_options", {})
         options_key = None
+        self.asked_records.update(k for k in _LENT_RECORDS if kw.get(k))
         if "reuse" not in kw and "hsr_depth" not in kw:
             options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS})
-            if options_key in first_by_options:
+            # the baseline lends every tile drawn in program order at full rate; a render in
+            # another order takes tiles first from one with its options (EVR's, VRO's)
+            baseline = self.shared.get("baseline")
+            lends = baseline is not None and raster.lends_tiles(baseline, self.frame, self.tiles, **kw)
+            if options_key in first_by_options and not (lends and kw.get("order") is None):
                 kw["reuse"] = first_by_options[options_key]
+            elif lends:
+                kw["reuse"] = baseline
         t0 = time.perf_counter()
         result = self._oracle_from_dr(kw, renders.values())
         if result is None:
@@ -172,7 +186,7 @@ class FrameContext:
     def baseline(self):
         """The frame rendered in program order at full rate (computed once per frame)."""
         if "baseline" not in self.shared:
-            self.shared["baseline"] = self._render()
+            self.shared["baseline"] = self._render(**dict.fromkeys(self.baseline_records, True))
         return self.shared["baseline"]
 
     def final_depth(self) -> np.ndarray:
@@ -185,6 +199,10 @@ _HSR_ARGUMENTS = frozenset({"hsr_pass", "setup", "depth_func", "clear_colour", "
 
 #: Arguments of a render :func:`~pipeline_model.raster.oracle_from_hsr` may answer.
 _ORACLE_ARGUMENTS = frozenset({"depth_prefill", "setup", "depth_func", "clear_colour", "clear_depth"})
+
+#: Records the baseline render keeps once a run's renders have asked for them, so that it lends
+#: its tiles to those renders (EVR's: most of its tiles keep program order).
+_LENT_RECORDS = ("record_prim_visibility", "record_writer")
 
 #: Render arguments a render may differ in and still take tiles from another (``reuse=``).
 _PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previous_depth"})
@@ -431,6 +449,7 @@ def simulate(scene: str | Path | Scene | dict,
     # raster's threads, which follow, lose a core (measured: the first render of a frame
     # 1.4x slower on 2 cores)
     blas = threadpool_limits(limits=1, user_api="blas")
+    asked: frozenset = frozenset()
     try:
         for fi in range(first_frame, first_frame + n_frames):
             t0 = time.perf_counter()
@@ -441,7 +460,7 @@ def simulate(scene: str | Path | Scene | dict,
             t2 = time.perf_counter()
             timings["geometry"] += t1 - t0
             timings["binning"] += t2 - t1
-            ctx = FrameContext(fi, spec, frame, tiles, spec.clear)
+            ctx = FrameContext(fi, spec, frame, tiles, spec.clear, baseline_records=asked)
             for tech in techs:
                 ctx.technique = tech.name
                 ctx.previous_colour = previous[tech.name]
@@ -477,6 +496,7 @@ def simulate(scene: str | Path | Scene | dict,
                 g0 = time.perf_counter()
                 check_frames[check.name].append(dict(check(fi, frame, tiles, ctx.baseline())))
                 timings[check.name] += time.perf_counter() - g0
+            asked = asked | ctx.asked_records
         if staging is not None:
             for p in sorted(staging.iterdir()):
                 os.replace(p, final_dir / p.name)

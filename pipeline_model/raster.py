@@ -87,7 +87,9 @@ Options:
   :mod:`pipeline_model.raster_kernel`); every output is the same bits without it, which
   shades each fragment when it passes (the reference the tests compare against).
 * ``reuse``: an earlier result of this frame rendered with the same options except ``order``,
-  ``skip``, ``rate`` and the previous buffers (checked; ``ValueError`` otherwise, and with
+  ``skip``, ``rate`` and the previous buffers; it may hold more records than asked for, and
+  another ``tie_break`` if it drew ``tiles`` themselves (lists in program order, where the
+  tie-break changes nothing) (checked, :func:`lends_tiles`; ``ValueError`` otherwise, and with
   ``record_occlusion`` when the earlier result has no ``occlusion_log``). Every tile both
   renders draw, at the same rate and from the same list, is copied from it instead of drawn
   (:mod:`pipeline_model.raster_reuse`); under ``record_occlusion`` the two renders' logs are
@@ -146,8 +148,8 @@ from .raster_occlusion import (
 from .raster_reuse import copy_tiles, reusable_tiles
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
-__all__ = ["RasterResult", "render_frame", "oracle_from_hsr", "hsr_depth_from", "setup_triangles",
-           "TriangleSetup", "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
+__all__ = ["RasterResult", "render_frame", "lends_tiles", "oracle_from_hsr", "hsr_depth_from",
+           "setup_triangles", "TriangleSetup", "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
@@ -207,22 +209,69 @@ def _interleaved_rows(tiles_y: int, n_threads: int) -> np.ndarray:
                            for i in range(max(n_threads, 1))])
 
 
-def _tiles_from(ref: RasterResult, frame, grid, options, prefill, skip, rate, offsets, tri,
+def _options(depth_func, clear_depth, clear_colour, tie_break, hsr_pass, record_writer,
+             record_prim_visibility) -> tuple:
+    """A render's options as :func:`_lends` compares them (kept in ``RasterResult.inputs``)."""
+    return (DEPTH_FUNCS[depth_func], float(np.float32(clear_depth)),
+            tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3)),
+            tie_break, bool(hsr_pass), bool(record_writer), bool(record_prim_visibility))
+
+
+def _lends(ri: dict, options: tuple, tiles: TileLists) -> bool:
+    """Whether a render with inputs ``ri`` draws every tile both renders draw from the same list
+    as a render with ``options`` does: the same depth function, clear values and DR pass, at
+    least the records asked for, and the same tie-break, or lists in program order (the
+    frame's own ``tiles``, where an equal depth is settled as in program order either way)."""
+    func, depth, colour, tie, hsr, writer, vis = options
+    r_func, r_depth, r_colour, r_tie, r_hsr, r_writer, r_vis = ri["options"]
+    if (func, depth, colour, hsr) != (r_func, r_depth, r_colour, r_hsr):
+        return False
+    if (writer and not r_writer) or (vis and not r_vis):
+        return False
+    if tie == r_tie:
+        return True
+    return ((ri["offsets"] is tiles.offsets and ri["tri"] is tiles.tri)
+            or (np.array_equal(ri["offsets"], tiles.offsets) and np.array_equal(ri["tri"], tiles.tri)))
+
+
+def lends_tiles(ref: RasterResult, frame: FrameGeometry, tiles: TileLists, *, depth_prefill=None,
+                hsr_pass: bool = False, record_occlusion: bool = False, record_prim_visibility: bool = False,
+                depth_func: str = "less", clear_colour=(0.0, 0.0, 0.0), clear_depth: float = 1.0,
+                record_writer: bool = False, tie_break: str = "none", hsr_depth=None, **per_tile) -> bool:
+    """Whether ``render_frame(frame, tiles, reuse=ref, ...)`` accepts ``ref`` (see the module
+    docstring), for the same keyword arguments; ``per_tile``: the rest (order, skip, rate, the
+    previous buffers, setup...), which do not decide it."""
+    ri = ref.inputs
+    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != (
+            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+        return False
+    if hsr_depth is not None or depth_prefill is not None or ri["prefill"] is not None:
+        return False
+    if record_occlusion and ref.occlusion_log is None:
+        return False
+    options = _options(depth_func, clear_depth, clear_colour, tie_break, hsr_pass, record_writer,
+                       record_prim_visibility)
+    return _lends(ri, options, tiles)
+
+
+def _tiles_from(ref: RasterResult, frame, tiles, options, prefill, skip, rate, offsets, tri,
                 record_occlusion) -> np.ndarray:
-    """The tiles of this render that ``ref`` (an earlier render of the same frame with the same
-    options) drew identically (:func:`~pipeline_model.raster_reuse.reusable_tiles`)."""
+    """The tiles of this render that ``ref`` (an earlier render of the same frame, see
+    :func:`_lends`) drew identically (:func:`~pipeline_model.raster_reuse.reusable_tiles`)."""
     ri = ref.inputs
     if record_occlusion and ref.occlusion_log is None:
         raise ValueError("reuse: the reference has no log of its occlusion records per tile; "
                          "render it in full")
-    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != grid:
+    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != (
+            tiles.tile, tiles.tiles_x, tiles.tiles_y):
         raise ValueError("reuse: the reference is not a render of this frame and tile grid")
     same_prefill = ((prefill is None and ri["prefill"] is None)
                     or (prefill is not None and ri["prefill"] is not None
                         and np.array_equal(prefill, ri["prefill"])))
-    if repr(ri["options"]) != repr(options) or not same_prefill:
+    if not _lends(ri, options, tiles) or not same_prefill:
         raise ValueError("reuse: the reference was rendered with other options "
-                         "(only order, skip, rate and the previous buffers may differ)")
+                         "(only order, skip, rate and the previous buffers may differ; it may "
+                         "hold more records, and a tie-break on lists in program order)")
     return reusable_tiles(skip, rate, offsets, tri, ri["skip"], ri["rate"], ri["offsets"],
                           ri["tri"])
 
@@ -293,14 +342,13 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     if use_pd and prev_d.shape != (H, W):
         raise ValueError("previous_depth must be (H, W)")
 
-    options = (DEPTH_FUNCS[depth_func], float(np.float32(clear_depth)),
-               tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3)),
-               tie_break, bool(hsr_pass), bool(record_writer), bool(record_prim_visibility))
+    options = _options(depth_func, clear_depth, clear_colour, tie_break, hsr_pass, record_writer,
+                       record_prim_visibility)
     reused = None
     # per tile for the kernel: 0 draw, 1 skipped (previous or clear values), 2 copied afterwards
     tile_mode = skip_a.astype(np.int8)
     if reuse is not None:
-        reused = _tiles_from(reuse, frame, (T, tiles_x, tiles_y), options,
+        reused = _tiles_from(reuse, frame, tiles, options,
                              prefill if use_prefill else None,
                              skip_a, rate_a, off, tri, record_occlusion)
         tile_mode[reused] = 2

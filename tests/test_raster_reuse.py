@@ -325,3 +325,50 @@ def test_render_keys_read_the_previous_buffers_only_in_skipped_tiles():
     assert key(skip=skip, previous_colour=prev) != key(skip=skip)
     assert key(skip=~skip & False, previous_colour=inside) == key(skip=~skip & False)
     assert key(previous_colour=inside, previous_depth=np.ones((20, 30), np.float32)) == key()
+
+
+def test_a_baseline_keeping_more_records_lends_tiles_in_program_order():
+    """A render may take tiles from one that kept more records, and with another tie-break
+    where that one drew the frame's own lists (program order, where the tie-break decides
+    nothing); not from one that kept fewer records or drew other lists."""
+    f = _frame(4)
+    tiles = bin_triangles(f)
+    order = _reversed_every_other_tile(tiles)
+    evr = {"record_prim_visibility": True, "record_writer": True, "tie_break": "program"}
+    lender = render_frame(f, tiles, record_prim_visibility=True, record_writer=True)
+    assert raster.lends_tiles(lender, f, tiles, order=order, **evr)
+    taken = render_frame(f, tiles, order=order, reuse=lender, **evr)
+    assert 0 < taken.extra["tiles_reused"] < tiles.n_tiles
+    _assert_same(taken, render_frame(f, tiles, order=order, **evr))
+    plain = render_frame(f, tiles)
+    _assert_same(render_frame(f, tiles, reuse=lender), plain)
+    assert not raster.lends_tiles(plain, f, tiles, order=order, **evr)           # fewer records
+    reordered = render_frame(f, tiles, order=order, record_prim_visibility=True, record_writer=True)
+    assert not raster.lends_tiles(reordered, f, tiles, **evr)                    # not program order
+    with pytest.raises(ValueError, match="other options"):
+        render_frame(f, tiles, reuse=reordered, **evr)
+
+
+def test_simulate_rows_unchanged_by_the_baseline_lending_tiles(monkeypatch):
+    techniques = ["baseline", "evr", "evr+re", "evr+dsr"]
+    full_render = raster.render_frame
+    lenders = []
+
+    def counting(frame, tiles, **kw):
+        if "reuse" in kw and "order" in kw:     # a reordered render taking program-order tiles
+            lenders.append(kw["reuse"].inputs["tri"] is tiles.tri)
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    lent = pipeline.simulate("city-ordered", techniques, frames=3, width=240, height=160,
+                             keep_images=True, progress=False)
+    assert any(lenders)
+    monkeypatch.setattr(raster, "lends_tiles", lambda *a, **k: False)
+    drawn = pipeline.simulate("city-ordered", techniques, frames=3, width=240, height=160,
+                              keep_images=True, progress=False)
+    assert lent.rows == drawn.rows
+    alone = pipeline.simulate("city-ordered", ["baseline"], frames=3, width=240, height=160, progress=False)
+    assert [r for r in lent.rows if r["technique"] == "baseline"] == alone.rows
+    for name in techniques:
+        for a, b in zip(lent.images[name], drawn.images[name], strict=True):
+            assert np.array_equal(a, b), name
