@@ -152,6 +152,9 @@ class FrameContext:
                 kw["reuse"] = baseline
         t0 = time.perf_counter()
         result = self._oracle_from_dr(kw, renders.values())
+        if result is None and "hsr_depth" in kw:
+            options = {k: kw[k] for k in ("depth_func", "clear_depth") if k in kw}
+            result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles, **options)
         if result is None:
             result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0

@@ -107,7 +107,8 @@ pass test against the same depths in both. So :func:`oracle_from_hsr` gives the 
 from a DR render of the same frame (every array equal; ``hsr_fragments`` is 0) instead of
 drawing the frame again, and refuses (``None``) whenever a condition does not hold.  The other
 way round, the baseline's final depth *is* what DR's depth-only pass leaves, so DR draws only its
-shading pass when :func:`hsr_depth_from` gives it that depth (``hsr_depth``).
+shading pass when :func:`hsr_depth_from` gives it that depth (``hsr_depth``), and where no draw
+is WOZ opaque its render is the baseline's (:func:`hsr_from_baseline`).
 
 Modules: this one holds the public API (:func:`render_frame`, :class:`RasterResult`);
 :mod:`.raster_setup` the per-triangle set-up and the single-pixel queries :func:`covers` /
@@ -149,7 +150,8 @@ from .raster_reuse import copy_tiles, reusable_tiles
 from .raster_setup import TriangleSetup, covers, depth_at, setup_triangles
 
 __all__ = ["RasterResult", "render_frame", "lends_tiles", "oracle_from_hsr", "hsr_depth_from",
-           "setup_triangles", "TriangleSetup", "DEPTH_FUNCS", "COUNTER_NAMES", "depth_at", "covers"]
+           "hsr_from_baseline", "setup_triangles", "TriangleSetup", "DEPTH_FUNCS", "COUNTER_NAMES",
+           "depth_at", "covers"]
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
@@ -480,6 +482,27 @@ def hsr_depth_from(baseline: RasterResult, frame: FrameGeometry, tiles: TileList
     if np.any(frame.depth_test & frame.depth_write & frame.blend):
         return None
     return baseline.depth
+
+
+def hsr_from_baseline(baseline: RasterResult, frame: FrameGeometry, tiles: TileLists, *,
+                      depth_func: str = "less", clear_depth: float = 1.0) -> RasterResult | None:
+    """DR's render of a frame without WOZ opaque draws, taken from ``baseline``: its depth-only
+    pass draws nothing, so its shading pass draws what the baseline drew (every counter equal,
+    ``hsr_fragments`` 0); ``None`` unless :func:`hsr_depth_from` holds and no draw is WOZ
+    opaque.  The result shares ``baseline``'s arrays (read-only, as every result) and none of
+    its records."""
+    if np.any(frame.depth_test & frame.depth_write & ~frame.blend):
+        return None
+    if hsr_depth_from(baseline, frame, tiles, depth_func=depth_func, clear_depth=clear_depth) is None:
+        return None
+    res = RasterResult(colour=baseline.colour, depth=baseline.depth, shaded=baseline.shaded,
+                       covered=baseline.covered, tile_counters=baseline.tile_counters,
+                       shader_cycles=baseline.shader_cycles, tiles_x=baseline.tiles_x,
+                       tiles_y=baseline.tiles_y, tile=baseline.tile)
+    options = baseline.inputs["options"]
+    res.inputs = {**baseline.inputs, "options": options[:4] + (True, False, False)}
+    res.extra["from_baseline"] = True
+    return res
 
 
 def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,

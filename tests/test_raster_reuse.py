@@ -372,3 +372,48 @@ def test_simulate_rows_unchanged_by_the_baseline_lending_tiles(monkeypatch):
     for name in techniques:
         for a, b in zip(lent.images[name], drawn.images[name], strict=True):
             assert np.array_equal(a, b), name
+
+
+def test_dr_of_a_frame_without_woz_opaque_draws_is_the_baseline():
+    rng = np.random.default_rng(7)
+    n, nd = 400, 9
+    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    f = FrameGeometry.from_screen_triangles(
+        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
+        width=160, height=96, blend=np.arange(nd) % 2 == 0, depth_write=np.zeros(nd, bool), alpha=0.5,
+        colour_kind=np.arange(nd) % 5, object_id=np.arange(nd))
+    tiles = bin_triangles(f)
+    base = render_frame(f, tiles, record_writer=True, record_prim_visibility=True)
+    dr = render_frame(f, tiles, hsr_pass=True)
+    taken = raster.hsr_from_baseline(base, f, tiles)
+    assert taken is not None and taken.writer_entry is None
+    _assert_same(taken, dr)
+    oracle = render_frame(f, tiles, depth_prefill=base.depth)
+    _assert_same(raster.oracle_from_hsr(taken, f, tiles, base.depth), oracle)
+    woz = _frame(3)
+    woz_tiles = bin_triangles(woz)
+    assert raster.hsr_from_baseline(render_frame(woz, woz_tiles), woz, woz_tiles) is None
+    assert raster.hsr_from_baseline(render_frame(f, tiles, rate=np.ones(tiles.n_tiles, np.int8)), f, tiles) is None
+
+
+def test_simulate_dr_and_oracle_rows_unchanged_where_no_draw_is_woz_opaque(monkeypatch):
+    drawn = []
+    full_render = raster.render_frame
+
+    def counting(frame, tiles, **kw):
+        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    after = pipeline.simulate("sprites-2d", ["baseline", "dr", "oracle"], frames=2, width=240, height=160,
+                              keep_images=True, progress=False)
+    assert drawn == [[], []]                               # the baseline's, each frame
+    before = pipeline.simulate("sprites-2d", ["dr", "oracle", "baseline"], frames=2, width=240, height=160,
+                               keep_images=True, progress=False)
+    assert drawn[2:] == [["hsr_pass"], []] * 2
+    for name in ("dr", "oracle"):
+        rows = [r for r in before.rows if r["technique"] == name]
+        assert rows and [r for r in after.rows if r["technique"] == name] == rows
+        for a, b in zip(after.images[name], before.images[name], strict=True):
+            assert np.array_equal(a, b)
