@@ -58,8 +58,10 @@ def glcheck_section(sim: dict, scope) -> Section:
     worst = df.loc[df["shaded diff. %"].idxmax()]
     sec.paragraphs.append(
         f"Every frame of the {order}-order runs ({frames} frames over {len(df)} scenes) was also drawn "
-        f"by {df['renderer'].iloc[0]} in the model's program order with an early depth test, counting "
-        "fragments per pixel with atomic counters. Pixels whose coverage differs: "
+        f"by {df['renderer'].iloc[0]} in the model's program order with each draw's depth state, "
+        "counting per pixel the fragments that pass the depth test (each adds one to a float colour "
+        "buffer by additive blending) and, with depth testing off, the fragments covering it. "
+        "Pixels whose coverage differs: "
         f"{cov}; pixels whose shaded-fragment count differs: {sh}; the largest difference in shaded "
         f"fragments is {worst['shaded diff. %']:.4f}% ({worst['scene']}). "
         + ("The overshading figures above therefore come from a raster that counts exactly what a real "
