@@ -245,6 +245,8 @@ def _read_arguments(kw, tile):
         return out
     for k in previous:
         buffer = np.asarray(kw[k])
+        if buffer.ndim < 2 or np.size(skip) != -(-buffer.shape[0] // tile) * -(-buffer.shape[1] // tile):
+            return kw                  # not what the raster accepts: it says so itself
         h, w = buffer.shape[:2]
         tiles = np.asarray(skip, bool).reshape(-(-h // tile), -(-w // tile))
         digest = hashlib.sha1(repr((buffer.dtype.str, buffer.shape)).encode())

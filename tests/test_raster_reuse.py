@@ -325,6 +325,8 @@ def test_render_keys_read_the_previous_buffers_only_in_skipped_tiles():
     assert key(skip=skip, previous_colour=prev) != key(skip=skip)
     assert key(skip=~skip & False, previous_colour=inside) == key(skip=~skip & False)
     assert key(previous_colour=inside, previous_depth=np.ones((20, 30), np.float32)) == key()
+    # a skip of the wrong size is left to the raster to refuse
+    assert pipeline._read_arguments({"skip": np.ones(3, bool), "previous_colour": prev}, 16)["previous_colour"] is prev
 
 
 def test_a_baseline_keeping_more_records_lends_tiles_in_program_order():
