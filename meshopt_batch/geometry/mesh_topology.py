@@ -229,9 +229,14 @@ def face_adjacency(triangles: np.ndarray, vertex_count: int | None = None):
 
 
 def _as_triangles(triangles) -> np.ndarray:
+    """The index buffer as a writable C-contiguous (T, 3) ``uint32`` array: the one type the
+    kernels are compiled for at install, so another integer type or a read-only array
+    compiles nothing on its first use (indices outside uint32 raise ``ValueError``)."""
     tris = np.asarray(triangles)
     if tris.ndim != 2 or tris.shape[1] != 3:
         tris = tris.reshape(-1, 3)
-    if tris.dtype not in (np.uint32, np.int64, np.int32, np.uint16):
-        tris = tris.astype(np.int64)
-    return np.ascontiguousarray(tris)
+    if tris.dtype != np.uint32 and tris.size and (tris.min() < 0 or tris.max() > np.iinfo(np.uint32).max):
+        raise ValueError("triangle indices must lie in 0 .. 2**32 - 1")
+    if tris.dtype == np.uint32 and tris.flags.c_contiguous and tris.flags.writeable:
+        return tris
+    return np.array(tris, np.uint32, order="C")
