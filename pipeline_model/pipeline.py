@@ -106,7 +106,8 @@ class FrameContext:
     def render(self, request: RenderRequest | None = None, **kwargs) -> Any:
         """Run the raster stage on this frame (the baseline render is shared, not redone).
 
-        Results may be shared between techniques of the frame: treat them as read-only.
+        Results may be shared between techniques of the frame: treat them, and the arrays
+        given in a request, as read-only.
         """
         request = request or RenderRequest()
         if request.is_default() and not kwargs and "baseline" in self.shared:
@@ -214,7 +215,8 @@ _PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previ
 def _render_key(value, digests=None):
     """A hashable digest of render arguments: arrays and tile lists by content, the rest by
     value (the triangle set-up, a function of the frame, is left out).  ``digests`` keeps each
-    array's digest by identity (with the array, so that no other takes its id) for the frame."""
+    array's digest by identity (with the array, so that no other takes its id) for the frame:
+    a render's arguments, like its results, are not changed once given."""
     if isinstance(value, dict):
         return tuple((k, _render_key(v, digests)) for k, v in sorted(value.items()) if k != "setup")
     if isinstance(value, np.ndarray):
