@@ -154,8 +154,7 @@ class FrameContext:
         t0 = time.perf_counter()
         result = self._oracle_from_dr(kw, renders.values())
         if result is None and "hsr_depth" in kw:
-            options = {k: kw[k] for k in ("depth_func", "clear_depth") if k in kw}
-            result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles, **options)
+            result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles, **_depth_options(kw))
         if result is None:
             result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
@@ -170,8 +169,7 @@ class FrameContext:
         same (``hsr_depth``): only its shading pass is drawn."""
         if not kw.get("hsr_pass") or not set(kw) <= _HSR_ARGUMENTS or "baseline" not in self.shared:
             return
-        options = {k: kw[k] for k in ("depth_func", "clear_depth") if k in kw}
-        depth = raster.hsr_depth_from(self.shared["baseline"], self.frame, self.tiles, **options)
+        depth = raster.hsr_depth_from(self.shared["baseline"], self.frame, self.tiles, **_depth_options(kw))
         if depth is not None:
             kw["hsr_depth"] = depth
 
@@ -196,6 +194,11 @@ class FrameContext:
     def final_depth(self) -> np.ndarray:
         """The frame's final depth buffer (float32 H x W), from the baseline render."""
         return np.asarray(self.baseline().depth, np.float32)
+
+
+def _depth_options(kw) -> dict:
+    """The depth function and clear depth among render arguments (as given)."""
+    return {k: kw[k] for k in ("depth_func", "clear_depth") if k in kw}
 
 
 #: Arguments of a DR render that may take its depth-only pass from the baseline's.

@@ -42,6 +42,31 @@ def _assert_same(a, b):
             assert np.array_equal(x, y), "occlusion_log"
 
 
+def _blended_depth_writer_frame():
+    """A frame with blended draws that write depth (outside DR's depth pass)."""
+    rng = np.random.default_rng(5)
+    n, nd = 500, 14
+    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    return FrameGeometry.from_screen_triangles(
+        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
+        width=160, height=96, blend=np.arange(nd) >= 11, depth_write=np.arange(nd) < 12,
+        alpha=0.6, object_id=np.arange(nd) // 2)
+
+
+def _record_draws(monkeypatch) -> list:
+    """The options (sorted names) of every render the raster draws from now on, in order."""
+    drawn = []
+    full_render = raster.render_frame
+
+    def counting(frame, tiles, **kw):
+        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
+        return full_render(frame, tiles, **kw)
+
+    monkeypatch.setattr(raster, "render_frame", counting)
+    return drawn
+
+
 def _reversed_every_other_tile(tiles):
     off, tri = tiles.offsets, tiles.tri.copy()
     for i in range(0, tiles.n_tiles, 2):
@@ -163,14 +188,7 @@ def test_oracle_not_taken_from_dr_where_they_could_differ():
         assert raster.oracle_from_hsr(dr_other, f, tiles, dr_other.depth) is None, other
     assert raster.oracle_from_hsr(dr, f, bin_triangles(f, 32), base.depth) is None
     # a blended draw that writes depth is outside DR's pass but changes the final depth
-    rng = np.random.default_rng(5)
-    n, nd = 500, 14
-    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
-    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
-    g = FrameGeometry.from_screen_triangles(
-        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
-        width=160, height=96, blend=np.arange(nd) >= 11, depth_write=np.arange(nd) < 12,
-        alpha=0.6, object_id=np.arange(nd) // 2)
+    g = _blended_depth_writer_frame()
     g_tiles = bin_triangles(g)
     g_base, g_dr, g_oracle = _dr_and_oracle(g, g_tiles)
     assert raster.oracle_from_hsr(g_dr, g, g_tiles, g_base.depth) is None
@@ -178,14 +196,7 @@ def test_oracle_not_taken_from_dr_where_they_could_differ():
 
 
 def test_simulate_oracle_rows_unchanged_by_taking_it_from_dr(monkeypatch):
-    drawn = []
-    full_render = raster.render_frame
-
-    def counting(frame, tiles, **kw):
-        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
-        return full_render(frame, tiles, **kw)
-
-    monkeypatch.setattr(raster, "render_frame", counting)
+    drawn = _record_draws(monkeypatch)
     both = pipeline.simulate("city-unordered", ["dr", "oracle"], frames=2, width=240, height=160,
                              keep_images=True, progress=False)
     assert drawn == [["hsr_pass"], [], ["hsr_pass"], []]       # DR and the baseline, per frame
@@ -230,27 +241,13 @@ def test_dr_depth_pass_not_taken_from_the_baseline_where_they_could_differ():
         with pytest.raises(ValueError):
             render_frame(f, tiles, hsr_pass=bool(wrong), hsr_depth=base.depth, **wrong)
     # a blended draw that writes depth is outside DR's pass but changes the final depth
-    rng = np.random.default_rng(5)
-    n, nd = 500, 14
-    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
-    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
-    g = FrameGeometry.from_screen_triangles(
-        xy, rng.uniform(0, 1, size=(n, 3)).astype(np.float32), draw=np.sort(rng.integers(0, nd, n)),
-        width=160, height=96, blend=np.arange(nd) >= 11, depth_write=np.arange(nd) < 12,
-        alpha=0.6, object_id=np.arange(nd) // 2)
+    g = _blended_depth_writer_frame()
     g_tiles = bin_triangles(g)
     assert raster.hsr_depth_from(render_frame(g, g_tiles), g, g_tiles) is None
 
 
 def test_simulate_dr_rows_unchanged_by_taking_its_depth_pass_from_the_baseline(monkeypatch):
-    drawn = []
-    full_render = raster.render_frame
-
-    def counting(frame, tiles, **kw):
-        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
-        return full_render(frame, tiles, **kw)
-
-    monkeypatch.setattr(raster, "render_frame", counting)
+    drawn = _record_draws(monkeypatch)
     after = pipeline.simulate("city-unordered", ["baseline", "dr"], frames=2, width=240, height=160,
                               keep_images=True, progress=False)
     assert drawn == [[], ["hsr_depth", "hsr_pass"]] * 2
@@ -400,14 +397,7 @@ def test_dr_of_a_frame_without_woz_opaque_draws_is_the_baseline():
 
 
 def test_simulate_dr_and_oracle_rows_unchanged_where_no_draw_is_woz_opaque(monkeypatch):
-    drawn = []
-    full_render = raster.render_frame
-
-    def counting(frame, tiles, **kw):
-        drawn.append(sorted(k for k in kw if k not in ("setup", "clear_colour")))
-        return full_render(frame, tiles, **kw)
-
-    monkeypatch.setattr(raster, "render_frame", counting)
+    drawn = _record_draws(monkeypatch)
     after = pipeline.simulate("sprites-2d", ["baseline", "dr", "oracle"], frames=2, width=240, height=160,
                               keep_images=True, progress=False)
     assert drawn == [[], []]                               # the baseline's, each frame
