@@ -502,6 +502,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                 n_kill = 0
                 n_shade = 0
                 n_over = 0
+                # the entry's visibility record, in registers while its fragments run
+                zlo = zmin[en] if rec_vis else np.float32(0.0)
+                zhi = zmax[en] if rec_vis else np.float32(0.0)
+                seen = False
                 for i in range(i0, i1 + 1):
                     by0 = i * b  # tile-local block origin
                     # gallium sample coords (x right, y up; pixel centres on integers)
@@ -593,10 +597,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                             n_rast += 1
                             covered_pp[gy, gx] += 1
                             if rec_vis:
-                                if z < zmin[en]:
-                                    zmin[en] = z
-                                if z > zmax[en]:
-                                    zmax[en] = z
+                                if z < zlo:
+                                    zlo = z
+                                if z > zhi:
+                                    zhi = z
                             if dtest:
                                 stored = tdepth[ty_, tx_]
                                 passed = _cmp(depth_func, z, stored)
@@ -615,8 +619,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     n_kill += 1
                                     continue
                                 n_over += stored != clear_depth
-                            if rec_vis:
-                                vis[en] = 1
+                            seen = True
                             n_shade += 1
                             shaded_pp[gy, gx] += 1
                             if lazy:
@@ -703,10 +706,10 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                     for xx in range(tx_, np.uint64(px1)):
                                         covered_pp[y0u + yy, x0u + xx] += 1
                             if rec_vis:
-                                if z < zmin[en]:
-                                    zmin[en] = z
-                                if z > zmax[en]:
-                                    zmax[en] = z
+                                if z < zlo:
+                                    zlo = z
+                                if z > zhi:
+                                    zhi = z
                         stored = tdepth[ty_, tx_]
                         passed = True
                         compared = False
@@ -761,8 +764,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                         if not passed:
                             n_kill += 1
                             continue
-                        if rec_vis:
-                            vis[en] = 1
+                        seen = True
                         n_shade += 1
                         r, g, bb = _fragment_colour(const_colour, kind, colp, jj,
                                                    e0, e1, e2, sa0, sa1, sa2, bi0, bi1, bi2, w0, w1, w2,
@@ -775,6 +777,11 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                                 for xx in range(tx_, np.uint64(px1)):
                                     shaded_pp[y0u + yy, x0u + xx] += 1
                                     _put_colour(tcol, twriter, yy, xx, r, g, bb, blend, alpha, beta, en)
+                if rec_vis:
+                    zmin[en] = zlo
+                    zmax[en] = zhi
+                    if seen:
+                        vis[en] = 1
                 n_rast_t += n_rast
                 if mode == 1 or (mode == 3 and prefill_hsr):
                     n_hsr_t += n_rast
