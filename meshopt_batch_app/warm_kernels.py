@@ -151,19 +151,28 @@ def run_commands(lines: list[list[str]], log) -> list[str]:
 
 def call_entry_points(paths: dict[str, str]) -> list[str]:
     """Public functions whose kernels no command reaches: the face adjacency, the direct-cache
-    optimizer, the shading of an image, one frame rendered serially
-    (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query (``simulate --check-gl``, which needs
-    OpenGL).  Returns the failures."""
+    optimizer, every built-in profile's per-vertex invocations, the shading of an image, one
+    frame rendered serially (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query
+    (``simulate --check-gl``, which needs OpenGL).  Returns the failures."""
     from meshopt_batch.geometry.mesh_topology import face_adjacency  # lazy: loads numba
     from meshopt_batch.io import load_mesh  # lazy: loads numpy and trimesh
+    from meshopt_batch.model.prediction import predict  # lazy: loads numba
+    from meshopt_batch.model.profiles import builtin_profile_names  # lazy: with the predictor
     from meshopt_batch.optimizers.renumber import optimize_for_direct_cache  # lazy: loads numba
     from pipeline_model.pipeline import run_frames  # lazy: loads the pipeline model
     from pipeline_model.raster import depth_at, render_frame  # lazy: loads the pipeline model
     from pipeline_model.shading import shade_image  # lazy: loads numba
 
+    def per_vertex():
+        loaded = load_mesh(paths[".obj"]).triangles  # read-only, as a loaded mesh's are; and a copy
+        for tris in (loaded, loaded.copy()):
+            for name in builtin_profile_names():
+                predict(tris, profile=name, per_vertex=True)
+
     calls = {
         "face_adjacency": lambda: face_adjacency(load_mesh(paths[".obj"]).triangles),
         "optimize_for_direct_cache": lambda: optimize_for_direct_cache(load_mesh(paths[".obj"]).triangles),
+        "predict(per_vertex=True)": per_vertex,
         "shade_image": lambda: shade_image(1, [1, 0, 0, 0, 1, 0, 1, 0], [0.5, 1.5], [0.5, 0.5]),
     }
 

@@ -350,8 +350,8 @@ def test_tipsify_equals_paper_pseudocode(mesh, k):
 @settings(max_examples=60, deadline=None)
 @given(tri_list=triangle_lists)
 def test_hoppe_edge_adjacency_is_symmetric(tri_list):
-    tris = np.array(tri_list, np.int64).reshape(-1, 3)
-    offsets, faces = vertex_faces(tris, 16)
+    tris = np.array(tri_list, np.uint32).reshape(-1, 3)  # the types hoppe gives it
+    offsets, faces = vertex_faces(tris, 16, np.int32)
     nbr, nbr_edge = _edge_adjacency(tris, offsets, faces)
     for t in range(len(tris)):
         for e in range(3):
@@ -365,8 +365,8 @@ def test_hoppe_edge_adjacency_is_symmetric(tri_list):
 
 
 def test_kcache_fans_are_rotational():
-    tris = meshes.torus(12, 8).triangles.astype(np.int64)
-    offsets, faces = vertex_faces(tris, tris.max() + 1)
+    tris = meshes.torus(12, 8).triangles.astype(np.uint32)  # the types K-Cache gives it
+    offsets, faces = vertex_faces(tris, tris.max() + 1, np.int32)
     _sort_fans(tris, offsets, faces)
     v = 0
     fan = faces[offsets[v]:offsets[v + 1]]

@@ -221,30 +221,3 @@ def test_aligned_groups_and_whole_range():
     assert predict(shuffled[::-1], profile=whole).invocations == 300
     with pytest.raises(MeshoptBatchError):
         Profile("bad", 96, 32, "groups", 4)
-
-
-@pytest.mark.parametrize("spec", ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "fifo:16", "lru:8",
-                                  "nvidia_gl+16bit"])
-def test_short_runs_equal_the_kernel_and_leave_the_memory_as_they_found_it(spec):
-    from meshopt_batch.model.reuse_kernels import run_kernel, run_short, short_run_kernel, short_run_memory
-
-    profile = get_profile(spec)
-    rng = np.random.default_rng(7)
-    vertex_count = 70_000 if profile.boundary_16bit else 300
-    memory = short_run_memory(profile, vertex_count, 2000)
-    empty = [m.copy() for m in memory]
-    for n in (1, 7, 95, 400, 1500):
-        tris = rng.integers(0, vertex_count, size=(n, 3)).astype(np.int64)
-        if n > 7:
-            tris[n // 2:] = tris[:n - n // 2]  # repeats, so that memories hit
-        marks, starts = np.zeros(n, np.uint8), np.zeros(n + 1, np.int64)
-        want = run_kernel(profile, tris, vertex_count, starts, np.zeros(0, np.int64), marks)
-        got_marks, got_starts = np.full(n, 9, np.uint8), np.full(n + 1, 9, np.int64)
-        got = run_short(short_run_kernel(profile), memory, tris, got_starts, got_marks)
-        assert got == want[:2]
-        assert np.array_equal(got_marks, marks)
-        assert np.array_equal(got_starts[:got[1]], starts[:want[1]])
-        # the per-vertex state and the direct-mapped table are back to empty (an LRU's slot lists
-        # are rebuilt by each run from its count of used slots)
-        kept = (0, 4) if profile.memory == "lru" else range(5)
-        assert all(np.array_equal(memory[k], empty[k]) for k in kept)

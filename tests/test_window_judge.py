@@ -7,6 +7,7 @@ import pytest
 import meshes
 from meshopt_batch.model.prediction import predict
 from meshopt_batch.model.profiles import Profile, get_profile
+from meshopt_batch.model.reuse_kernels import run_kernel, run_short
 from meshopt_batch.model.targets import get_target
 from meshopt_batch.optimizers.portable.window_judge import LOOKUP, accept, new_state, reject, trial, trial_order
 from meshopt_batch.vertices.vertex_fetch import number_by_first_use
@@ -188,3 +189,32 @@ def test_nvidia_and_amd_look_batches_up_past_the_window():
     # NVIDIA's batches agree again only after many lookups; AMD's fixed ones at the next batch
     filled = {p.name: np.count_nonzero(judge.state.ends[k] >= 0) for k, p in enumerate(profiles)}
     assert filled["nvidia_gl"] > 100 and filled["nvidia_dx"] > 100 and filled["amd"] == 0
+
+
+@pytest.mark.parametrize("spec", ["nvidia_gl", "nvidia_dx", "amd", "intel", "llvmpipe", "fifo:16", "lru:8",
+                                  "nvidia_gl+16bit"])
+def test_short_runs_in_the_judges_memory_equal_the_kernel_and_leave_it_as_they_found_it(spec):
+    """The judge's many short runs (``run_short`` in its per-profile memory) predict what a whole
+    run of the same triangles does, and leave the memory empty for the next run."""
+    profile = get_profile(spec)
+    rng = np.random.default_rng(7)
+    vertex_count = 70_000 if profile.boundary_16bit else 300
+    state = new_state(rng.integers(0, vertex_count, size=(1500, 3)), vertex_count, [profile])
+    kernel = tuple(int(x) for x in state.params[0, 1:6])  # kind, MAX_SIZE, MAX_UNIQUES, 2^16 rule, size
+    memory = (state.per_vertex[0], state.slot_vertex[0], state.slot_b[0], state.slot_c[0], state.seen[0])
+    empty = [m.copy() for m in memory]
+    for n in (1, 7, 95, 400, 1500):
+        tris = rng.integers(0, vertex_count, size=(n, 3)).astype(np.int64)
+        if n > 7:
+            tris[n // 2:] = tris[:n - n // 2]  # repeats, so that memories hit
+        marks, starts = np.zeros(n, np.uint8), np.zeros(n + 1, np.int64)
+        want = run_kernel(profile, tris, vertex_count, starts, np.zeros(0, np.int64), marks)
+        got_marks, got_starts = np.full(n, 9, np.uint8), np.full(n + 1, 9, np.int64)
+        got = run_short(kernel, memory, tris, got_starts, got_marks)
+        assert got == want[:2]
+        assert np.array_equal(got_marks, marks)
+        assert np.array_equal(got_starts[:got[1]], starts[:want[1]])
+        # the per-vertex state and the direct-mapped table are back to empty (an LRU's slot lists
+        # are rebuilt by each run from its count of used slots)
+        kept = (0, 4) if profile.memory == "lru" else range(5)
+        assert all(np.array_equal(memory[k], empty[k]) for k in kept)

@@ -477,30 +477,14 @@ def _run_memory_kernel(profile, tris, memory, starts, shaded, marks):
     return predict_direct(tris, ms, mu, b16, size, *memory, starts, shaded, marks)
 
 
-def short_run_kernel(profile) -> tuple:
-    """``profile``'s kernel for :func:`run_short`: (memory kind's index in
-    :data:`MEMORY_KERNEL_KINDS`, ``MAX_SIZE``, ``MAX_UNIQUES``, the 2^16 rule, memory size)."""
-    return (MEMORY_KERNEL_KINDS.index(profile.memory), int(profile.max_size), int(profile.max_uniques),
-            int(profile.boundary_16bit), int(profile.memory_size))
-
-
-def short_run_memory(profile, vertex_count: int, triangle_count: int) -> tuple:
-    """The memory of :func:`kernel_memory` in the one shape :func:`run_short` takes for every
-    kind: ``(per_vertex, slot_vertex, slot_epoch_or_older, newer, seen)``, unused ones empty."""
-    memory = kernel_memory(profile, vertex_count, triangle_count)
-    none = np.zeros(0, np.int64)
-    if profile.memory == "lru":
-        return memory + (np.zeros(0, np.uint8),)
-    if profile.memory == "direct":
-        return (np.zeros(0, memory[0].dtype), memory[0], memory[1], none, memory[2])
-    return (memory[0], none, none, none, np.zeros(0, np.uint8))
-
-
 @njit(cache=True, nogil=True)
 def run_short(kernel, memory, tris, starts, marks):
-    """Run one kernel (:func:`short_run_kernel`) over ``tris`` in ``memory``
-    (:func:`short_run_memory`) and leave its per-vertex state and table as it found them (an
-    LRU's slot lists are rebuilt by every run): ``(invocations, batches)``;
+    """Run one kernel over ``tris`` in ``memory`` and leave its per-vertex state and table as it
+    found them (an LRU's slot lists are rebuilt by every run): ``(invocations, batches)``.
+
+    ``kernel`` is ``(kind, MAX_SIZE, MAX_UNIQUES, 2^16 rule, memory size)``, the kind an index in
+    :data:`MEMORY_KERNEL_KINDS`; ``memory`` is ``(per_vertex, slot_vertex, slot_epoch_or_older,
+    newer, seen)``, every kind's state in one shape, as the window judge keeps it;
     ``starts`` (at least ``T + 1`` long) and ``marks`` (``T``) as :func:`run_kernel`'s.  For many
     short runs over a large vertex buffer (the window judge), with no Python between them."""
     kind, max_size, max_uniques, bound16, size = kernel
