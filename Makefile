@@ -54,7 +54,7 @@ report-quick: $(STAMP) $(NPM_STAMP)
 
 test: $(STAMP) $(NPM_STAMP)
 	$(BYTECODE)
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q -n 2 -m "not slow" --durations=15
 
 test-all: $(STAMP)
 	$(BYTECODE)
