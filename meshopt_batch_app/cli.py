@@ -23,7 +23,8 @@ compiled or loaded a kernel costs about 0.3 s of CPU (LLVM's JIT being torn down
 is half of a small file's whole run; nothing the program wrote is left behind by skipping
 it.  Called with ``argv`` (tests, other Python code), :func:`main` returns.
 
-Run as the program, numba's probe for a BLAS is skipped (:func:`_skip_numba_blas_probe`).
+Run as the program, numpy's BLAS gets one thread (:func:`one_blas_thread`) and numba's probe
+for a BLAS is skipped (:func:`_skip_numba_blas_probe`).
 """
 
 from __future__ import annotations
@@ -112,6 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def one_blas_thread() -> None:
+    """Run as the program, numpy's BLAS (OpenBLAS) gets one thread unless the environment says
+    otherwise (``OPENBLAS_NUM_THREADS``, read when numpy loads, which is later).
+
+    The commands' matrix products are small (transforms, normals), while their time goes to
+    compiled loops on threads of their own (a file's index buffers, the raster) and to worker
+    processes on the other cores.  OpenBLAS's idle threads spin for a while after each product
+    and take those cores from them; a second BLAS thread gains these products nothing.  The
+    report's and a library run's workers inherit the setting.  Benchmarks that time a command
+    in their own process call it first, as the program does.
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _skip_numba_blas_probe() -> None:
     """Let numba set up its compiler without importing ``scipy.linalg`` (about 0.2 s of a
     small file's 0.9 s start-up, measured on 2 cores).
@@ -142,6 +157,7 @@ def _run(argv: list[str] | None) -> int:
     parser = build_parser(requested(argv))
     args = parser.parse_args(argv)
     if argv is None:
+        one_blas_thread()
         _skip_numba_blas_probe()
     with warnings.catch_warnings(record=True) as caught:
         try:

@@ -183,3 +183,32 @@ def test_a_bar_keeps_its_elapsed_time_moving(monkeypatch):
         bar.done_of(0, 1)
         bar.step("x")
     assert bar._redraw is None
+
+
+def test_run_as_the_program_numpy_blas_has_one_thread_unless_the_environment_says(tmp_path):
+    """The program gives OpenBLAS one thread (its idle threads would spin on the cores the
+    compiled loops use); ``OPENBLAS_NUM_THREADS`` set by the user wins.  Read after the
+    command ran, from the process's own BLAS."""
+    path = tmp_path / "torus.ply"
+    save_mesh(meshes.torus(8, 6), path)
+    code = """
+import atexit, json, sys
+from meshopt_batch_app.cli import main
+
+def report():
+    from threadpoolctl import threadpool_info
+    print(json.dumps([p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]), file=sys.stderr)
+
+atexit.register(report)
+sys.argv = ["meshopt-batch", "analyze", sys.argv[1], "--json"]
+main()
+"""
+    for given, want in ((None, 1), ("2", 2)):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if given is not None:
+            env["OPENBLAS_NUM_THREADS"] = given
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        threads = json.loads(proc.stderr.strip().splitlines()[-1])
+        assert threads and set(threads) == {want}

@@ -6,6 +6,12 @@ Marked ``gl``; skipped cleanly when no headless OpenGL 4.3 context can be create
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -68,6 +74,30 @@ def test_random_soups_match_gl_exactly(seed, n, size):
     model = render_frame(f, tiles)
     chk = check_frame_against_gl(f, model, tiles, frame_index=seed)
     assert chk["frame"] == seed
+    assert_identical(chk)
+    assert chk["shaded_total_model"] > 100_000
+
+
+@llvmpipe_only
+def test_llvmpipe_without_rasterizer_threads_counts_the_same():
+    """The report's one-core workers run llvmpipe with ``LP_NUM_THREADS=0`` (drawing in the
+    calling thread): its counts and depths still equal the model's (a process reads the setting
+    once, so the check runs in a fresh one)."""
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_gl_reference import soup
+from meshopt_batch_app.glcheck import check_frame_against_gl
+from pipeline_model.binning import bin_triangles
+from pipeline_model.raster import render_frame
+f = soup(1, 20000, 12)
+tiles = bin_triangles(f)
+print(json.dumps(check_frame_against_gl(f, render_frame(f, tiles), tiles, frame_index=0), default=str))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LP_NUM_THREADS": "0"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    chk = json.loads(proc.stdout.strip().splitlines()[-1])
     assert_identical(chk)
     assert chk["shaded_total_model"] > 100_000
 

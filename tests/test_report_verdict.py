@@ -4,6 +4,7 @@ broken one stops the run with exit code 2), and real assets beside gltfpack."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -140,10 +141,15 @@ def test_verdict_reads_the_real_asset_ratio(shipped):
     assert rows["assets vs gltfpack"].iloc[-1] == totals["ours / gltfpack, same weld"][:-1].max()
 
 
+def _llvmpipe_threads():
+    return os.environ.get("LP_NUM_THREADS")
+
+
 def test_stages_on_worker_processes_give_the_same_answers(tmp_path, monkeypatch):
     """On two cores the shipped table, the assets and the real-GPU files run on worker
     processes beside compare: the same answers as in this one, and each job says when it
-    starts."""
+    starts.  A worker has one core, so llvmpipe draws there without rasterizer threads
+    (unless the environment says otherwise)."""
     from meshopt_batch_app.report import workers
     from meshopt_batch_app.report.scope import MeshInput
     from meshopt_batch_app.report.shipped_section import run_shipped
@@ -161,7 +167,8 @@ def test_stages_on_worker_processes_give_the_same_answers(tmp_path, monkeypatch)
         handles = (pool.submit("shipped", run_shipped, inputs, scope),
                    pool.submit("real GPUs", run_real_gpus, groups, scope))
         there, there_real = (pool.result(h) for h in handles)
-    assert sorted(seen) == ["real GPUs", "shipped"] and set(pool.started) == set(seen)
+        assert pool.result(pool.submit("llvmpipe", _llvmpipe_threads)) == os.environ.get("LP_NUM_THREADS", "0")
+    assert sorted(seen) == ["llvmpipe", "real GPUs", "shipped"] and set(pool.started) == set(seen)
     assert set(pool.cpu) == set(seen) and pool.cpu["shipped"] > 0          # each job's CPU seconds there
     here, here_real = run_shipped(inputs, scope), run_real_gpus(groups, scope)
     pd.testing.assert_frame_equal(here["result"].table(), there["result"].table())

@@ -16,6 +16,7 @@ terminal shows each stage as it starts (:mod:`~meshopt_batch_app.report.progress
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,6 +36,11 @@ def _start_worker(threads: int, notices) -> None:
     global _NOTICES
     die_with_parent()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    if threads == 1:
+        # a worker with one core: llvmpipe (the simulate cells' OpenGL check) rasterizes in the
+        # drawing thread, as its rasterizer threads would only hand tiles over on a busy core;
+        # the counts and depths it returns are the same on any number of threads
+        os.environ.setdefault("LP_NUM_THREADS", "0")
     _NOTICES = notices
 
 
