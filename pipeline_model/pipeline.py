@@ -110,18 +110,13 @@ class FrameContext:
         given in a request, as read-only.
         """
         request = request or RenderRequest()
-        if request.is_default() and not kwargs and "baseline" in self.shared:
-            return self.shared["baseline"]
+        if request.is_default() and not kwargs:
+            return self.baseline()
         kw = request.raster_kwargs()
         kw.update(kwargs)
-        if request.is_default() and not kwargs:
-            kw.update(dict.fromkeys(self.baseline_records, True))
         if kw.get("skip") is not None and "previous_colour" not in kw and self.previous_colour is not None:
             kw["previous_colour"] = self.previous_colour
-        result = self._render(**kw)
-        if request.is_default() and not kwargs:
-            self.shared["baseline"] = result
-        return result
+        return self._render(**kw)
 
     def _render(self, **kw):
         kw.setdefault("clear_colour", self.clear)
@@ -142,7 +137,8 @@ class FrameContext:
         options_key = None
         self.asked_records.update(k for k in _LENT_RECORDS if kw.get(k))
         if "reuse" not in kw and "hsr_depth" not in kw:
-            options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS})
+            options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS},
+                                      self.shared["digests"])
             # the baseline lends every tile drawn in program order at full rate; a render in
             # another order takes tiles first from one with its options (EVR's, VRO's)
             baseline = self.shared.get("baseline")

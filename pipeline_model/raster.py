@@ -236,6 +236,13 @@ def _lends(ri: dict, options: tuple, tiles: TileLists) -> bool:
             or (np.array_equal(ri["offsets"], tiles.offsets) and np.array_equal(ri["tri"], tiles.tri)))
 
 
+def _of_frame(ref: RasterResult, frame: FrameGeometry, tiles: TileLists) -> bool:
+    """Whether ``ref`` is a render of ``frame`` on the tile grid of ``tiles``."""
+    ri = ref.inputs
+    return (ri is not None and ri["frame"]() is frame
+            and (ref.tile, ref.tiles_x, ref.tiles_y) == (tiles.tile, tiles.tiles_x, tiles.tiles_y))
+
+
 def lends_tiles(ref: RasterResult, frame: FrameGeometry, tiles: TileLists, *, depth_prefill=None,
                 hsr_pass: bool = False, record_occlusion: bool = False, record_prim_visibility: bool = False,
                 depth_func: str = "less", clear_colour=(0.0, 0.0, 0.0), clear_depth: float = 1.0,
@@ -244,8 +251,7 @@ def lends_tiles(ref: RasterResult, frame: FrameGeometry, tiles: TileLists, *, de
     docstring), for the same keyword arguments; ``per_tile``: the rest (order, skip, rate, the
     previous buffers, setup...), which do not decide it."""
     ri = ref.inputs
-    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != (
-            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+    if not _of_frame(ref, frame, tiles):
         return False
     if hsr_depth is not None or depth_prefill is not None or ri["prefill"] is not None:
         return False
@@ -264,8 +270,7 @@ def _tiles_from(ref: RasterResult, frame, tiles, options, prefill, skip, rate, o
     if record_occlusion and ref.occlusion_log is None:
         raise ValueError("reuse: the reference has no log of its occlusion records per tile; "
                          "render it in full")
-    if ri is None or ri["frame"]() is not frame or (ref.tile, ref.tiles_x, ref.tiles_y) != (
-            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+    if not _of_frame(ref, frame, tiles):
         raise ValueError("reuse: the reference is not a render of this frame and tile grid")
     same_prefill = ((prefill is None and ri["prefill"] is None)
                     or (prefill is not None and ri["prefill"] is not None
@@ -468,8 +473,7 @@ def hsr_depth_from(baseline: RasterResult, frame: FrameGeometry, tiles: TileList
     and clear depth.
     """
     ri = baseline.inputs
-    if ri is None or ri["frame"]() is not frame or (baseline.tile, baseline.tiles_x, baseline.tiles_y) != (
-            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+    if not _of_frame(baseline, frame, tiles):
         return None
     func, depth_clear, _colour, tie_break, hsr_pass, _writer, _vis = ri["options"]
     if (depth_func not in ("less", "greater") or DEPTH_FUNCS[depth_func] != func
@@ -519,8 +523,7 @@ def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,
     ``hsr``'s with the ``hsr_fragments`` counter at 0.
     """
     ri = hsr.inputs
-    if ri is None or ri["frame"]() is not frame or (hsr.tile, hsr.tiles_x, hsr.tiles_y) != (
-            tiles.tile, tiles.tiles_x, tiles.tiles_y):
+    if not _of_frame(hsr, frame, tiles):
         return None
     func, depth_clear, colour_clear, tie_break, hsr_pass, rec_writer, rec_vis = ri["options"]
     if (DEPTH_FUNCS.get(depth_func) != func or depth_clear != float(np.float32(clear_depth))
