@@ -115,6 +115,25 @@ def test_dsr_low_frequency_rate_and_quality():
         assert all("mssim" in r for r in _rows(res, tech))
 
 
+def test_evr_dsr_takes_dsrs_analysis_and_keeps_its_own_figures(monkeypatch):
+    """dsr and evr+dsr draw the same pictures: the second analyses a frame only when its
+    inputs differ, and each technique's rows are those it gets when run alone."""
+    from pipeline_model.techniques import dsr as dsr_module
+
+    updates = []
+    original = dsr_module.DSRState.update
+    monkeypatch.setattr(dsr_module.DSRState, "update",
+                        lambda self, *a, **k: updates.append(1) or original(self, *a, **k))
+    scene = "low-frequency"
+    both = simulate(scene, techniques=["dsr", "evr+dsr"], frames=FRAMES, progress=False)
+    assert len(updates) == FRAMES
+    for tech in ("dsr", "evr+dsr"):
+        alone = simulate(scene, techniques=[tech], frames=FRAMES, progress=False)
+        assert _rows(both, tech) == _rows(alone, tech), tech
+        assert both.summaries[tech]["mssim_min"] == alone.summaries[tech]["mssim_min"]
+    assert len(updates) == 3 * FRAMES
+
+
 @pytest.mark.parametrize("scene", SCENES)
 def test_dsr_quality_rule_on_every_scene(scene):
     res = _run(scene)
