@@ -204,18 +204,25 @@ def covered_per_tile(frame, result, previous: np.ndarray | None = None) -> np.nd
 
 @numba.njit(cache=True, nogil=True)
 def _covered_counts(covered, T):
-    """Pixels with a nonzero count per T x T tile (row-major tiles, partial edge tiles)."""
+    """Pixels with a nonzero count per T x T tile (row-major tiles, partial edge tiles): per
+    row of tiles, each column's covered pixels first (one loop along whole screen rows, which
+    vectorises), then the columns summed per tile."""
     H, W = covered.shape
     tx = (W + T - 1) // T
     out = np.zeros(((H + T - 1) // T) * tx, np.int64)
-    for y_ in range(H):
-        y = np.uint64(y_)
-        row = (y_ // T) * tx
+    columns = np.empty(W, np.int32)
+    for r0 in range(0, H, T):
+        columns[:] = 0
+        for y_ in range(r0, min(H, r0 + T)):
+            y = np.uint64(y_)
+            for x in range(np.uint64(W)):
+                columns[x] += covered[y, x] != 0
+        row = (r0 // T) * tx
         for t in range(tx):
             n = 0
             for x in range(np.uint64(t * T), np.uint64(min(W, t * T + T))):
-                n += covered[y, x] != 0
-            out[row + t] += n
+                n += columns[x]
+            out[row + t] = n
     return out
 
 

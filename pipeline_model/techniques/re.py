@@ -119,22 +119,29 @@ def draw_state_bytes(frame) -> np.ndarray:
     ], axis=1)
 
 
+def _triangle_parts(frame) -> list:
+    """The post-transform attributes of each triangle as (N, k) uint8 views, in CRC order."""
+    n = frame.n_triangles
+    return [_as_bytes(frame.xy, n), _as_bytes(frame.z, n), _as_bytes(frame.inv_w, n),
+            _as_bytes(frame.uv, n), _as_bytes(frame.shade, n), _as_bytes(frame.prim, n)]
+
+
 def triangle_bytes(frame) -> np.ndarray:
     """(N, 112) uint8: the post-transform attributes of each triangle."""
-    n = frame.n_triangles
-    return np.concatenate([
-        _as_bytes(frame.xy, n), _as_bytes(frame.z, n), _as_bytes(frame.inv_w, n),
-        _as_bytes(frame.uv, n), _as_bytes(frame.shade, n), _as_bytes(frame.prim, n),
-    ], axis=1)
+    return np.concatenate(_triangle_parts(frame), axis=1)
 
 
 def triangle_crcs(frame) -> np.ndarray:
-    """CRC32 per triangle (N,) uint32 over its draw's state then its own attributes."""
+    """CRC32 per triangle (N,) uint32 over its draw's state then its own attributes
+    (:func:`triangle_bytes`, read part by part: a CRC continued over consecutive pieces is
+    the CRC of the whole, and the attributes are not copied into one buffer)."""
     if frame.n_triangles == 0:
         return np.zeros(0, np.uint32)
     zeros = np.zeros(frame.n_draws, np.uint32)
-    draw_crc = _row_crcs(draw_state_bytes(frame), zeros, _TABLE8)
-    return _row_crcs(triangle_bytes(frame), draw_crc[frame.draw], _TABLE8)
+    crc = _row_crcs(draw_state_bytes(frame), zeros, _TABLE8)[frame.draw]
+    for part in _triangle_parts(frame):
+        crc = _row_crcs(part, crc, _TABLE8)
+    return crc
 
 
 @nb.njit(cache=True)
