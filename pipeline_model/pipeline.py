@@ -150,7 +150,8 @@ class FrameContext:
         t0 = time.perf_counter()
         result = self._oracle_from_dr(kw, renders.values())
         if result is None and "hsr_depth" in kw:
-            result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles, **_depth_options(kw))
+            result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles,
+                                              clear_colour=kw["clear_colour"], **_depth_options(kw))
         if result is None:
             result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0

@@ -107,13 +107,17 @@ pass test against the same depths in both. So :func:`oracle_from_hsr` gives the 
 from a DR render of the same frame (every array equal; ``hsr_fragments`` is 0) instead of
 drawing the frame again, and refuses (``None``) whenever a condition does not hold.  The other
 way round, the baseline's final depth *is* what DR's depth-only pass leaves, so DR draws only its
-shading pass when :func:`hsr_depth_from` gives it that depth (``hsr_depth``), and where no draw
-is WOZ opaque its render is the baseline's (:func:`hsr_from_baseline`).
+shading pass when :func:`hsr_depth_from` gives it that depth (``hsr_depth``); where no draw
+is WOZ opaque its render is the baseline's, and where every draw is, its shading pass shades
+the baseline's last writer of each pixel alone, read from the baseline's writer record
+(:func:`hsr_from_baseline`, :mod:`.raster_hsr`).
 
 Modules: this one holds the public API (:func:`render_frame`, :class:`RasterResult`);
 :mod:`.raster_setup` the per-triangle set-up and the single-pixel queries :func:`covers` /
 :func:`depth_at`; :mod:`.raster_kernel` the compiled per-tile renderer; :mod:`.raster_occlusion`
-the merge of VRO's per-chunk occlusion records and of their per-tile logs.
+the merge of VRO's per-chunk occlusion records and of their per-tile logs; :mod:`.raster_reuse`
+the tiles a render takes from another; :mod:`.raster_hsr` DR's shading pass counted from the
+baseline's writer record.
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ import numpy as np
 
 from .binning import TileLists
 from .frame import FrameGeometry
+from .raster_hsr import shading_pass_counts
 from .raster_kernel import (
     COUNTER_NAMES,
     DEPTH_FUNCS,
@@ -489,22 +494,42 @@ def hsr_depth_from(baseline: RasterResult, frame: FrameGeometry, tiles: TileList
 
 
 def hsr_from_baseline(baseline: RasterResult, frame: FrameGeometry, tiles: TileLists, *,
-                      depth_func: str = "less", clear_depth: float = 1.0) -> RasterResult | None:
-    """DR's render of a frame without WOZ opaque draws, taken from ``baseline``: its depth-only
-    pass draws nothing, so its shading pass draws what the baseline drew (every counter equal,
-    ``hsr_fragments`` 0); ``None`` unless :func:`hsr_depth_from` holds and no draw is WOZ
-    opaque.  The result shares ``baseline``'s arrays (read-only, as every result) and none of
-    its records."""
-    if np.any(frame.depth_test & frame.depth_write & ~frame.blend):
-        return None
+                      depth_func: str = "less", clear_depth: float = 1.0,
+                      clear_colour=None) -> RasterResult | None:
+    """DR's render of a frame (``render_frame(hsr_pass=True)``) taken from ``baseline``, or
+    ``None`` unless :func:`hsr_depth_from` holds and one of two cases applies:
+
+    * no draw is WOZ opaque: DR's depth-only pass draws nothing, so its shading pass draws what
+      the baseline drew (every counter equal, ``hsr_fragments`` 0); the result shares
+      ``baseline``'s arrays;
+    * every draw is WOZ opaque and ``baseline`` kept its writer record (``record_writer``):
+      DR shades each pixel's last writer alone (:mod:`.raster_hsr`); the result shares the
+      baseline's colours, depth and coverage and has its own shaded counts and counters.
+
+    ``clear_colour``, when given, must be the baseline's.  The result holds none of the
+    baseline's records (read-only, as every result).
+    """
     if hsr_depth_from(baseline, frame, tiles, depth_func=depth_func, clear_depth=clear_depth) is None:
         return None
-    res = RasterResult(colour=baseline.colour, depth=baseline.depth, shaded=baseline.shaded,
-                       covered=baseline.covered, tile_counters=baseline.tile_counters,
-                       shader_cycles=baseline.shader_cycles, tiles_x=baseline.tiles_x,
-                       tiles_y=baseline.tiles_y, tile=baseline.tile)
     options = baseline.inputs["options"]
-    res.inputs = {**baseline.inputs, "options": options[:4] + (True, False, False)}
+    if clear_colour is not None and _options(depth_func, clear_depth, clear_colour, "none", True,
+                                             False, False)[2] != options[2]:
+        return None
+    woz_opaque = frame.depth_test & frame.depth_write & ~frame.blend
+    if not woz_opaque.any():
+        shaded, counters, cycles = baseline.shaded, baseline.tile_counters, baseline.shader_cycles
+    elif woz_opaque.all() and baseline.writer_entry is not None:
+        ri = baseline.inputs
+        shaded, counters, cycles = shading_pass_counts(
+            baseline.writer_entry, ri["offsets"], ri["tri"], frame.draw, frame.colour_kind,
+            frame.shader_cost, baseline.tile_counters)
+    else:
+        return None
+    res = RasterResult(colour=baseline.colour, depth=baseline.depth, shaded=shaded,
+                       covered=baseline.covered, tile_counters=counters, shader_cycles=cycles,
+                       tiles_x=baseline.tiles_x, tiles_y=baseline.tiles_y, tile=baseline.tile)
+    res.inputs = {**baseline.inputs, "options": options[:4] + (True, False, False),
+                  "prefill": baseline.depth if woz_opaque.any() else None}
     res.extra["from_baseline"] = True
     return res
 

@@ -396,6 +396,65 @@ def test_dr_of_a_frame_without_woz_opaque_draws_is_the_baseline():
     assert raster.hsr_from_baseline(render_frame(f, tiles, rate=np.ones(tiles.n_tiles, np.int8)), f, tiles) is None
 
 
+def _woz_opaque_frame(seed):
+    """Every draw tests and writes depth without blending; colour kinds and costs vary."""
+    rng = np.random.default_rng(seed)
+    n, nd = 600, 12
+    c = rng.uniform([-10, -10], [170, 106], size=(n, 1, 2))
+    xy = c + rng.normal(size=(n, 3, 2)) * rng.uniform(2, 25, size=(n, 1, 1))
+    z = rng.uniform(0, 1, size=(n, 3)).astype(np.float32)
+    z[::7] = z[::7, :1]            # flat triangles: equal depths between triangles at a pixel
+    z[::11] = 1.0                  # at the clear depth: never written under "less"
+    return FrameGeometry.from_screen_triangles(
+        xy, z, draw=np.sort(rng.integers(0, nd, n)), width=160, height=96,
+        colour_kind=np.arange(nd) % 5, shader_cost=1.0 + np.arange(nd) * 0.37,
+        object_id=np.arange(nd) // 3, inv_w=rng.uniform(0.5, 2, size=(n, 3)),
+        uv=rng.uniform(0, 4, size=(n, 3, 2)), shade=rng.uniform(0, 1, size=(n, 3)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dr_of_a_frame_of_woz_opaque_draws_is_read_from_the_baselines_writer_record(seed):
+    f = _woz_opaque_frame(seed)
+    tiles = bin_triangles(f)
+    for options in ({}, {"depth_func": "greater", "clear_depth": 0.0}):
+        base = render_frame(f, tiles, record_writer=True, record_prim_visibility=True, **options)
+        dr = render_frame(f, tiles, hsr_pass=True, **options)
+        taken = raster.hsr_from_baseline(base, f, tiles, **options)
+        assert taken is not None and taken.writer_entry is None and taken.extra["from_baseline"]
+        _assert_same(taken, dr)
+        assert dr.counter("hsr_fragments").sum() > 0 and dr.shader_cycles.sum() > 0
+        assert dr.counter("early_z_killed").sum() > 0 and dr.counter("textured_fragments").sum() > 0
+        # the oracle is still taken from it
+        oracle = render_frame(f, tiles, depth_prefill=base.depth, **options)
+        _assert_same(raster.oracle_from_hsr(taken, f, tiles, base.depth, **options), oracle)
+    # refused: no writer record, another clear colour, a draw that is not WOZ opaque
+    assert raster.hsr_from_baseline(render_frame(f, tiles), f, tiles) is None
+    base = render_frame(f, tiles, record_writer=True)
+    assert raster.hsr_from_baseline(base, f, tiles, clear_colour=(0.0, 0.0, 0.5)) is None
+    assert raster.hsr_from_baseline(base, f, tiles, clear_colour=(0.0, 0.0, 0.0)) is not None
+    for change in ({"blend": np.arange(f.n_draws) == 3}, {"depth_write": np.arange(f.n_draws) != 3},
+                   {"depth_test": np.arange(f.n_draws) != 3}):
+        g = f.with_draw_state(**change)
+        assert raster.hsr_from_baseline(render_frame(g, tiles, record_writer=True), g, tiles) is None
+
+
+@pytest.mark.parametrize("scene", ["city-unordered", "statues"])
+def test_simulate_dr_rows_unchanged_by_reading_it_from_the_writer_record(scene, monkeypatch):
+    drawn = _record_draws(monkeypatch)
+    with_evr = pipeline.simulate(scene, ["baseline", "dr", "oracle", "evr"], frames=3, width=240,
+                                 height=160, keep_images=True, progress=False)
+    # frame 0's baseline keeps no writer record yet (EVR asks for it during the frame)
+    assert drawn.count(["hsr_depth", "hsr_pass"]) == 1
+    alone = pipeline.simulate(scene, ["baseline", "dr", "oracle"], frames=3, width=240, height=160,
+                              keep_images=True, progress=False)
+    assert drawn.count(["hsr_depth", "hsr_pass"]) == 4
+    for name in ("dr", "oracle"):
+        assert ([r for r in with_evr.rows if r["technique"] == name]
+                == [r for r in alone.rows if r["technique"] == name]), name
+        for a, b in zip(with_evr.images[name], alone.images[name], strict=True):
+            assert np.array_equal(a, b), name
+
+
 def test_simulate_dr_and_oracle_rows_unchanged_where_no_draw_is_woz_opaque(monkeypatch):
     drawn = _record_draws(monkeypatch)
     after = pipeline.simulate("sprites-2d", ["baseline", "dr", "oracle"], frames=2, width=240, height=160,
