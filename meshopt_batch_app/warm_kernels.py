@@ -152,7 +152,7 @@ def run_commands(lines: list[list[str]], log) -> list[str]:
 def call_entry_points(paths: dict[str, str]) -> list[str]:
     """Public functions whose kernels no command reaches: the face adjacency, the direct-cache
     optimizer, every built-in profile's per-vertex invocations, the shading of an image, one
-    frame rendered serially (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query
+    frame rendered on one thread (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query
     (``simulate --check-gl``, which needs OpenGL).  Returns the failures."""
     from meshopt_batch.geometry.mesh_topology import face_adjacency  # lazy: loads numba
     from meshopt_batch.io import load_mesh  # lazy: loads numpy and trimesh

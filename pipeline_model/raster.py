@@ -78,9 +78,10 @@ Options:
   value counts as written before everything). With it, a reordering of WOZ opaque triangles
   (VRO, EVR) produces the program-order image bit for bit.
 * ``parallel``: tiles are independent, so tile rows run on all numba threads
-  (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``); results are bit-identical either way,
-  ``record_occlusion`` included (per-chunk tables, see above). Default: parallel unless the
-  environment variable ``MESHOPT_BATCH_RASTER_THREADS=1``.
+  (``numba.set_num_threads`` / ``NUMBA_NUM_THREADS``), or on the calling thread alone with
+  ``parallel=False`` (the same compiled kernel on one thread); results are bit-identical either
+  way, ``record_occlusion`` included (per-chunk tables, see above). Default: parallel unless
+  the environment variable ``MESHOPT_BATCH_RASTER_THREADS=1``.
 * ``setup``: a cached :func:`setup_triangles` of the frame (it depends on the frame only).
 * ``owe_colours``: with it (the default), where overwrites are frequent a replacing fragment's
   colour is computed only if nothing replaces it before the colour is read (see
@@ -124,6 +125,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numba
@@ -139,8 +141,7 @@ from .raster_kernel import (
     F_TEST,
     F_WRITE,
     N_COUNTERS,
-    render_tiles_parallel,
-    render_tiles_serial,
+    render_tiles,
 )
 from .raster_occlusion import (
     first_seen_pairs,
@@ -160,6 +161,21 @@ __all__ = ["RasterResult", "render_frame", "lends_tiles", "oracle_from_hsr", "hs
 
 #: Default for ``render_frame(parallel=None)``: tiles on all numba threads (results identical).
 _DEFAULT_PARALLEL = os.environ.get("MESHOPT_BATCH_RASTER_THREADS", "") != "1"
+
+
+@contextmanager
+def _threads(n: int | None):
+    """numba's threads for this thread's compiled calls set to ``n`` inside the block (None:
+    unchanged), and restored after it."""
+    if n is None:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 @dataclass(eq=False)
@@ -409,27 +425,27 @@ def render_frame(frame: FrameGeometry, tiles: TileLists, *, order=None, skip=Non
     # filled by the kernel (rendered tiles at flush, skipped ones with -1), in parallel
     writer = np.empty((H, W), np.int32) if record_writer else np.full((1, 1), -1, np.int32)
     clear_col = np.asarray(clear_colour, np.float64).reshape(3)
-    kernel = render_tiles_parallel if parallel else render_tiles_serial
-    kernel(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
-            dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
-            off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass) and not prefill_hsr,
-            prefill_hsr, bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
-            bool(record_occlusion), occ_log, occ_log_count, occ_log_n,
-            bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
-            tie_break == "program", bool(owe_colours), use_pc, prev_c, use_pd, prev_d,
-            DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
-            colour, depth, shaded, covered, counters, cycles)
-    if reused is not None and reused.any():
-        ri = reuse.inputs
-        copy_tiles(reused, W, H, T, tiles_x, off, ri["offsets"],
-                   colour, depth, shaded, covered, counters, cycles,
-                   reuse.colour, reuse.depth, reuse.shaded, reuse.covered, reuse.tile_counters,
-                   reuse.shader_cycles, bool(record_writer), writer,
-                   reuse.writer_entry if record_writer else writer,
-                   bool(record_prim_visibility), vis, zmin, zmax,
-                   reuse.prim_visible if record_prim_visibility else vis,
-                   reuse.prim_zmin if record_prim_visibility else zmin,
-                   reuse.prim_zmax if record_prim_visibility else zmax)
+    with _threads(None if parallel else 1):
+        render_tiles(W, H, T, tiles_x, tiles_y, s.rec, s.rec64, s.recf,
+                     dflags, frame.alpha, frame.shader_cost, frame.colour_kind, frame.colour_params, dobj,
+                     off, tri, row_order, tile_mode, rate_a, use_prefill, prefill, bool(hsr_pass) and not prefill_hsr,
+                     prefill_hsr, bool(record_occlusion), occ_first, occ_count, seq, n_chunks,
+                     bool(record_occlusion), occ_log, occ_log_count, occ_log_n,
+                     bool(record_prim_visibility), vis, zmin, zmax, bool(record_writer), writer,
+                     tie_break == "program", bool(owe_colours), use_pc, prev_c, use_pd, prev_d,
+                     DEPTH_FUNCS[depth_func], np.float32(clear_depth), clear_col,
+                     colour, depth, shaded, covered, counters, cycles)
+        if reused is not None and reused.any():
+            ri = reuse.inputs
+            copy_tiles(reused, W, H, T, tiles_x, off, ri["offsets"],
+                       colour, depth, shaded, covered, counters, cycles,
+                       reuse.colour, reuse.depth, reuse.shaded, reuse.covered, reuse.tile_counters,
+                       reuse.shader_cycles, bool(record_writer), writer,
+                       reuse.writer_entry if record_writer else writer,
+                       bool(record_prim_visibility), vis, zmin, zmax,
+                       reuse.prim_visible if record_prim_visibility else vis,
+                       reuse.prim_zmin if record_prim_visibility else zmin,
+                       reuse.prim_zmax if record_prim_visibility else zmax)
     res = RasterResult(colour=colour, depth=depth, shaded=shaded, covered=covered,
                        tile_counters=counters, shader_cycles=cycles, tiles_x=tiles_x,
                        tiles_y=tiles_y, tile=T)

@@ -1,8 +1,8 @@
 """The compiled tile renderer of the raster stage (numba): one frame, tile by tile.
 
-:func:`render_tiles_serial` and :func:`render_tiles_parallel` are one kernel compiled twice
-(tile rows in order, or chunks of tile rows over numba's threads: tiles are independent, so
-both give the same bits).  Per tile (row-major) each triangle of the tile's list is rasterized
+:func:`render_tiles` runs chunks of tile rows over numba's threads (tiles are independent, so
+any number of threads gives the same bits; on one thread the chunks run in order).  Per tile
+(row-major) each triangle of the tile's list is rasterized
 into tile-sized depth and colour buffers, then the tile is flushed into the frame.
 :func:`pipeline_model.raster.render_frame` prepares the arguments and documents every option
 (rates, skipped tiles, depth prefill, DR's depth-only pass, the VRO/EVR records, tie-breaks).
@@ -43,8 +43,6 @@ record; paper 004 (DSR) sec. 3 for the superfragments.
 
 from __future__ import annotations
 
-import types as pytypes
-
 import numba
 import numpy as np
 
@@ -52,7 +50,7 @@ from .raster_setup import DRAW_SHIFT, R_AB, R_ATTR, R_BOX, R_C64, R_FLAGS, R_PLA
 from .shading import shade_scalar
 
 __all__ = ["DEPTH_FUNCS", "COUNTER_NAMES", "N_COUNTERS", "F_TEST", "F_WRITE", "F_BLEND",
-           "render_tiles_serial", "render_tiles_parallel"]
+           "render_tiles"]
 
 #: GL depth functions and their codes in the kernel.
 DEPTH_FUNCS = {"never": 0, "less": 1, "equal": 2, "lequal": 3, "greater": 4, "notequal": 5,
@@ -281,7 +279,8 @@ def _put_colour(tcol, twriter, y, x, r, g, bb, blend, alpha, beta, en):
         twriter[y, x] = en
 
 
-def _render_impl(W, H, T, tiles_x, tiles_y,
+@numba.njit(cache=True, nogil=True, parallel=True)
+def render_tiles(W, H, T, tiles_x, tiles_y,
                  rec, rec64, recf,
                  dflags, dalpha, dcost, dkind, dparams, dobj,
                  offsets, tri, row_order,
@@ -292,8 +291,7 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
                  use_prev_c, prev_c, use_prev_d, prev_d,
                  depth_func, clear_depth, clear_col,
                  colour, depth, shaded_pp, covered_pp, counters, cycles):
-    """Render every tile of the frame (compiled as :func:`render_tiles_serial` and
-    :func:`render_tiles_parallel`).
+    """Render every tile of the frame, chunks of tile rows on numba's threads.
 
     Argument groups, in order: screen and tile grid; the triangle set-up
     (:class:`~pipeline_model.raster_setup.TriangleSetup`) and each triangle's draw; per draw
@@ -820,16 +818,3 @@ def _render_impl(W, H, T, tiles_x, tiles_y,
             counters[ti, 8] = n_tex_t
             cycles[ti] = cyc_t
 
-
-def _clone(fn, name):
-    """A copy of a Python function under another name (separate numba caches per variant)."""
-    f = pytypes.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    f.__qualname__ = name
-    return f
-
-
-# Tiles are independent, so the parallel variant (chunks of tile rows over threads) gives
-# bit-identical results; occlusion records are per chunk and merged in row order.
-render_tiles_serial = numba.njit(cache=True, nogil=True)(_clone(_render_impl, "render_tiles_serial"))
-render_tiles_parallel = numba.njit(cache=True, nogil=True, parallel=True)(
-    _clone(_render_impl, "render_tiles_parallel"))
