@@ -122,10 +122,12 @@ class FrameContext:
         kw.setdefault("clear_colour", self.clear)
         # techniques often ask for the same render (a compound technique's first frame is its
         # part's): renders are kept per frame by the content of the arguments they read
-        key = _render_key(_read_arguments(kw, self.tiles.tile), self.shared.setdefault("digests", {}))
-        renders = self.shared.setdefault("renders", {})
-        if key in renders:
-            return renders[key]
+        digests = self.shared.setdefault("digests", {})
+        renders = self.shared.setdefault("renders", _RenderTable(digests, self.tiles.tile))
+        args = dict(kw)
+        known = renders.get(args)
+        if known is not None:
+            return known
         if "setup" not in self.shared:   # triangle set-up, shared by all renders of the frame
             self.shared["setup"] = raster.setup_triangles(self.frame)
         kw.setdefault("setup", self.shared["setup"])
@@ -133,31 +135,31 @@ class FrameContext:
         # (RE's and DSR's renders take the baseline's or EVR's tiles they draw alike, VRO+RE's
         # take VRO's); a DR render given its depth pass by the baseline neither lends nor takes
         self._dr_depth_from_baseline(kw)
-        first_by_options = self.shared.setdefault("first_by_options", {})
-        options_key = None
+        first_by_options = self.shared.setdefault("first_by_options", _RenderTable(digests))
+        options = None
         self.asked_records.update(k for k in _LENT_RECORDS if kw.get(k))
         if "reuse" not in kw and "hsr_depth" not in kw:
-            options_key = _render_key({k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS},
-                                      self.shared["digests"])
+            options = {k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS}
             # the baseline lends every tile drawn in program order at full rate; a render in
             # another order takes tiles first from one with its options (EVR's, VRO's)
             baseline = self.shared.get("baseline")
             lends = baseline is not None and raster.lends_tiles(baseline, self.frame, self.tiles, **kw)
-            if options_key in first_by_options and not (lends and kw.get("order") is None):
-                kw["reuse"] = first_by_options[options_key]
+            first = first_by_options.get(options)
+            if first is not None and not (lends and kw.get("order") is None):
+                kw["reuse"] = first
             elif lends:
                 kw["reuse"] = baseline
         t0 = time.perf_counter()
-        result = self._oracle_from_dr(kw, renders.values())
+        result = self._oracle_from_dr(kw, renders.results())
         if result is None and "hsr_depth" in kw:
             result = raster.hsr_from_baseline(self.shared["baseline"], self.frame, self.tiles,
                                               clear_colour=kw["clear_colour"], **_depth_options(kw))
         if result is None:
             result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
-        renders[key] = result
-        if options_key is not None:
-            first_by_options.setdefault(options_key, result)
+        renders.put(args, result)
+        if options is not None and first_by_options.get(options) is None:
+            first_by_options.put(options, result)
         return result
 
     def _dr_depth_from_baseline(self, kw):
@@ -210,6 +212,77 @@ _LENT_RECORDS = ("record_prim_visibility", "record_writer")
 
 #: Render arguments a render may differ in and still take tiles from another (``reuse=``).
 _PER_TILE_INPUTS = frozenset({"order", "skip", "rate", "previous_colour", "previous_depth"})
+
+
+class _RenderTable:
+    """Results of one frame's renders by their arguments.
+
+    Entries are grouped by :func:`_shape_key` (small values by content, large arrays by type
+    and shape), which arguments with equal :func:`_render_key` always share; only the entries
+    of one group are told apart by content, so a render whose group is empty (most of them)
+    hashes none of its arrays.  ``tile``: compare the arguments as the raster reads them
+    (:func:`_read_arguments`); None: as given.
+    """
+
+    def __init__(self, digests: dict, tile: int | None = None):
+        self.digests = digests
+        self.tile = tile
+        self.groups: dict = {}
+
+    def _key(self, entry: list):
+        if entry[1] is None:
+            read = entry[0] if self.tile is None else _read_arguments(entry[0], self.tile)
+            entry[1] = _render_key(read, self.digests)
+        return entry[1]
+
+    def get(self, args: dict):
+        """The result stored for arguments equal to ``args``, or None."""
+        group = self.groups.get(_shape_key(args, self.tile))
+        if not group:
+            return None
+        probe = [args, None]
+        for entry in group:
+            if self._key(entry) == self._key(probe):
+                return entry[2]
+        return None
+
+    def put(self, args: dict, result) -> None:
+        """Store ``result`` for ``args`` (not changed afterwards, as every render argument)."""
+        self.groups.setdefault(_shape_key(args, self.tile), []).append([args, None, result])
+
+    def results(self):
+        """Every stored result, in the order stored."""
+        return [entry[2] for group in self.groups.values() for entry in group]
+
+
+#: Arrays up to this size are keyed by content in :func:`_shape_key`.
+_SMALL_ARRAY_BYTES = 1 << 14
+
+
+def _shape_key(value, tile=None):
+    """:func:`_render_key` with large arrays and tile lists by type and shape alone, and with
+    the previous frame's buffers (under ``tile``, as :func:`_read_arguments` reads them) only
+    where a tile is skipped: arguments with equal render keys have equal shape keys."""
+    if isinstance(value, dict):
+        skip = value.get("skip")
+        skipped = skip is not None and bool(np.any(skip))
+        return tuple((k, ("previous", np.shape(v)) if k in _PREVIOUS else _shape_key(v))
+                     for k, v in sorted(value.items())
+                     if k != "setup" and not (tile is not None and k in _PREVIOUS
+                                              and (v is None or not skipped)))
+    if isinstance(value, np.ndarray):
+        if value.nbytes <= _SMALL_ARRAY_BYTES:
+            return _render_key(value)
+        return ("array", value.dtype.str, value.shape)
+    if isinstance(value, binning.TileLists):
+        return ("tiles", value.tile, value.offsets.shape, value.tri.shape)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_shape_key(v) for v in value)
+    return ("value", repr(value))
+
+
+#: The previous frame's buffers among render arguments.
+_PREVIOUS = ("previous_colour", "previous_depth")
 
 
 def _render_key(value, digests=None):

@@ -326,6 +326,38 @@ def test_render_keys_read_the_previous_buffers_only_in_skipped_tiles():
     assert pipeline._read_arguments({"skip": np.ones(3, bool), "previous_colour": prev}, 16)["previous_colour"] is prev
 
 
+def test_render_table_finds_equal_arguments_and_hashes_only_to_tell_a_group_apart():
+    """A frame's renders are found by the content of their arguments; large arrays are hashed
+    only when another entry has arguments of the same shapes."""
+    rng = np.random.default_rng(3)
+    order = (np.arange(5, dtype=np.int64), rng.integers(0, 99, 50_000).astype(np.int32))
+    prev = rng.integers(0, 255, (20, 30, 3)).astype(np.uint8)
+    skip = np.array([True, False, False, False])
+    digests: dict = {}
+    table = pipeline._RenderTable(digests, 16)
+    table.put({"order": order, "record_writer": True}, "evr")
+    table.put({"skip": skip, "previous_colour": prev}, "re")
+    assert table.get({"order": order}) is None and table.get({"record_writer": True}) is None
+    assert table.get({"skip": ~skip, "previous_colour": prev}) is None
+    assert not digests                                      # no group shared: nothing hashed
+    same = (order[0].copy(), order[1].copy())
+    assert table.get({"order": same, "record_writer": True}) == "evr"
+    other = (order[0], order[1].copy())
+    other[1][7] += 1
+    assert table.get({"order": other, "record_writer": True}) is None
+    outside = prev.copy()
+    outside[:16, 16:] = 9                                   # a drawn tile: not read
+    assert table.get({"skip": skip.copy(), "previous_colour": outside}) == "re"
+    assert table.results() == ["evr", "re"]
+    # arguments with equal render keys share their shape key
+    for kw in ({"skip": skip, "previous_colour": prev}, {"skip": skip & False, "previous_colour": prev},
+               {"order": order, "depth_func": "less"}, {"previous_depth": None}):
+        twin = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        assert pipeline._render_key(pipeline._read_arguments(kw, 16), {}) == \
+            pipeline._render_key(pipeline._read_arguments(twin, 16), {})
+        assert pipeline._shape_key(kw, 16) == pipeline._shape_key(twin, 16)
+
+
 def test_a_baseline_keeping_more_records_lends_tiles_in_program_order():
     """A render may take tiles from one that kept more records, and with another tie-break
     where that one drew the frame's own lists (program order, where the tie-break decides
