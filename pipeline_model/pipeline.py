@@ -311,7 +311,7 @@ def _render_key(value, digests=None):
 def _read_arguments(kw, tile):
     """The render arguments as the raster stage reads them: the previous frame's buffers only
     in the tiles ``skip`` marks (the others are drawn or taken from another render)."""
-    previous = [k for k in ("previous_colour", "previous_depth") if kw.get(k) is not None]
+    previous = [k for k in _PREVIOUS if kw.get(k) is not None]
     if not previous:
         return kw
     skip = kw.get("skip")
