@@ -151,16 +151,15 @@ def run_commands(lines: list[list[str]], log) -> list[str]:
 
 def call_entry_points(paths: dict[str, str]) -> list[str]:
     """Public functions whose kernels no command reaches: the face adjacency, the direct-cache
-    optimizer, every built-in profile's per-vertex invocations, the shading of an image, one
-    frame rendered on one thread (``MESHOPT_BATCH_RASTER_THREADS=1``) and a depth query
-    (``simulate --check-gl``, which needs OpenGL).  Returns the failures."""
+    optimizer, every built-in profile's per-vertex invocations, the shading of an image and a
+    depth query (``simulate --check-gl``, which needs OpenGL).  Returns the failures."""
     from meshopt_batch.geometry.mesh_topology import face_adjacency  # lazy: loads numba
     from meshopt_batch.io import load_mesh  # lazy: loads numpy and trimesh
     from meshopt_batch.model.prediction import predict  # lazy: loads numba
     from meshopt_batch.model.profiles import builtin_profile_names  # lazy: with the predictor
     from meshopt_batch.optimizers.renumber import optimize_for_direct_cache  # lazy: loads numba
     from pipeline_model.pipeline import run_frames  # lazy: loads the pipeline model
-    from pipeline_model.raster import depth_at, render_frame  # lazy: loads the pipeline model
+    from pipeline_model.raster import depth_at  # lazy: loads the pipeline model
     from pipeline_model.shading import shade_image  # lazy: loads numba
 
     def per_vertex():
@@ -177,11 +176,10 @@ def call_entry_points(paths: dict[str, str]) -> list[str]:
     }
 
     def frame():
-        _, geometry, tiles = next(run_frames(_scenes()[0], [0]))
-        render_frame(geometry, tiles, parallel=False)
+        _, geometry, _tiles = next(run_frames(_scenes()[0], [0]))
         depth_at(geometry, 0, 0, 0)
 
-    calls["render_frame(parallel=False), depth_at"] = frame
+    calls["depth_at"] = frame
     failures = []
     for name, call in calls.items():
         try:

@@ -136,7 +136,7 @@ class FrameContext:
         # take VRO's); a DR render given its depth pass by the baseline neither lends nor takes
         self._dr_depth_from_baseline(kw)
         first_by_options = self.shared.setdefault("first_by_options", _RenderTable(digests))
-        options = None
+        options = first = None
         self.asked_records.update(k for k in _LENT_RECORDS if kw.get(k))
         if "reuse" not in kw and "hsr_depth" not in kw:
             options = {k: v for k, v in kw.items() if k not in _PER_TILE_INPUTS}
@@ -158,7 +158,7 @@ class FrameContext:
             result = raster.render_frame(self.frame, self.tiles, **kw)
         self.raster_seconds += time.perf_counter() - t0
         renders.put(args, result)
-        if options is not None and first_by_options.get(options) is None:
+        if options is not None and first is None:
             first_by_options.put(options, result)
         return result
 

@@ -235,9 +235,13 @@ def _interleaved_rows(tiles_y: int, n_threads: int) -> np.ndarray:
 def _options(depth_func, clear_depth, clear_colour, tie_break, hsr_pass, record_writer,
              record_prim_visibility) -> tuple:
     """A render's options as :func:`_lends` compares them (kept in ``RasterResult.inputs``)."""
-    return (DEPTH_FUNCS[depth_func], float(np.float32(clear_depth)),
-            tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3)),
+    return (DEPTH_FUNCS[depth_func], float(np.float32(clear_depth)), _colour_option(clear_colour),
             tie_break, bool(hsr_pass), bool(record_writer), bool(record_prim_visibility))
+
+
+def _colour_option(clear_colour) -> tuple:
+    """A clear colour as a render's options hold it (three floats)."""
+    return tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3))
 
 
 def _lends(ri: dict, options: tuple, tiles: TileLists) -> bool:
@@ -528,11 +532,11 @@ def hsr_from_baseline(baseline: RasterResult, frame: FrameGeometry, tiles: TileL
     if hsr_depth_from(baseline, frame, tiles, depth_func=depth_func, clear_depth=clear_depth) is None:
         return None
     options = baseline.inputs["options"]
-    if clear_colour is not None and _options(depth_func, clear_depth, clear_colour, "none", True,
-                                             False, False)[2] != options[2]:
+    if clear_colour is not None and _colour_option(clear_colour) != options[2]:
         return None
     woz_opaque = frame.depth_test & frame.depth_write & ~frame.blend
-    if not woz_opaque.any():
+    any_woz = bool(woz_opaque.any())
+    if not any_woz:
         shaded, counters, cycles = baseline.shaded, baseline.tile_counters, baseline.shader_cycles
     elif woz_opaque.all() and baseline.writer_entry is not None:
         ri = baseline.inputs
@@ -545,7 +549,7 @@ def hsr_from_baseline(baseline: RasterResult, frame: FrameGeometry, tiles: TileL
                        covered=baseline.covered, tile_counters=counters, shader_cycles=cycles,
                        tiles_x=baseline.tiles_x, tiles_y=baseline.tiles_y, tile=baseline.tile)
     res.inputs = {**baseline.inputs, "options": options[:4] + (True, False, False),
-                  "prefill": baseline.depth if woz_opaque.any() else None}
+                  "prefill": baseline.depth if any_woz else None}
     res.extra["from_baseline"] = True
     return res
 
@@ -568,7 +572,7 @@ def oracle_from_hsr(hsr: RasterResult, frame: FrameGeometry, tiles: TileLists,
         return None
     func, depth_clear, colour_clear, tie_break, hsr_pass, rec_writer, rec_vis = ri["options"]
     if (DEPTH_FUNCS.get(depth_func) != func or depth_clear != float(np.float32(clear_depth))
-            or colour_clear != tuple(float(c) for c in np.asarray(clear_colour, np.float64).reshape(3))):
+            or colour_clear != _colour_option(clear_colour)):
         return None
     if (not hsr_pass or tie_break != "none" or rec_writer or rec_vis or func not in (1, 4)
             or hsr.occlusion_pairs is not None):
